@@ -1,0 +1,1 @@
+//! Shared helpers for the peer comparison binaries in `src/bin/`.

@@ -1,0 +1,1 @@
+//! Intrusive multi-producer single-consumer queue (Vyukov). Being written.

@@ -1,0 +1,60 @@
+//! The one switch between `std` and `loom` synchronization primitives.
+//!
+//! Every other module imports atomics, `Arc`, `UnsafeCell` and thread
+//! helpers from here, never from `std` directly, so that building with
+//! `RUSTFLAGS="--cfg loom"` swaps the whole crate onto loom's model-checked
+//! types (see `loom-tests/`). Nothing here changes behaviour in a normal
+//! build: the std versions are re-exported as they are, and [`UnsafeCell`]
+//! is a thin wrapper that offers loom's closure API (`with`, `with_mut`).
+
+#[cfg(not(loom))]
+mod imp {
+    pub(crate) use std::hint::spin_loop;
+    pub(crate) use std::sync::atomic::{
+        fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+    };
+    pub(crate) use std::sync::{Arc, Condvar, Mutex};
+    pub(crate) use std::thread;
+
+    /// `std::cell::UnsafeCell` with loom's access API, so the same code
+    /// compiles under both. Under loom the closures are checked for
+    /// concurrent access; here they compile to a plain pointer.
+    #[derive(Debug)]
+    pub(crate) struct UnsafeCell<T>(std::cell::UnsafeCell<T>);
+
+    #[allow(dead_code)]
+    impl<T> UnsafeCell<T> {
+        pub(crate) const fn new(value: T) -> Self {
+            Self(std::cell::UnsafeCell::new(value))
+        }
+
+        /// Runs `f` with a shared pointer to the contents.
+        pub(crate) fn with<R>(&self, f: impl FnOnce(*const T) -> R) -> R {
+            f(self.0.get())
+        }
+
+        /// Runs `f` with a mutable pointer to the contents.
+        pub(crate) fn with_mut<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
+            f(self.0.get())
+        }
+
+        /// Consumes the cell and returns its contents.
+        pub(crate) fn into_inner(self) -> T {
+            self.0.into_inner()
+        }
+    }
+}
+
+#[cfg(loom)]
+mod imp {
+    pub(crate) use loom::cell::UnsafeCell;
+    pub(crate) use loom::hint::spin_loop;
+    pub(crate) use loom::sync::atomic::{
+        fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+    };
+    pub(crate) use loom::sync::{Arc, Condvar, Mutex};
+    pub(crate) use loom::thread;
+}
+
+#[allow(unused_imports)]
+pub(crate) use imp::*;
