@@ -9,3 +9,8 @@ mod sync;
 
 pub mod deque;
 pub mod mpsc;
+pub mod sched;
+
+#[cfg(any(test, fuzzing))]
+#[doc(hidden)]
+pub mod fuzzing;

@@ -1,0 +1,1 @@
+//! Deque replay engine (being written).

@@ -1,0 +1,1 @@
+//! MPSC replay engine (being written).

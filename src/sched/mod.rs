@@ -1,0 +1,1 @@
+//! Scheduler internals (being written): the global run queue.
