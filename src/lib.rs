@@ -5,6 +5,7 @@
 #![deny(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
+mod padded;
 mod sync;
 
 pub mod deque;

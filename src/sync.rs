@@ -7,7 +7,9 @@
 //! build: the std versions are re-exported as they are, and [`UnsafeCell`]
 //! is a thin wrapper that offers loom's closure API (`with`, `with_mut`).
 
+// Each component uses a subset; the switch re-exports the whole set.
 #[cfg(not(loom))]
+#[allow(unused_imports)]
 mod imp {
     pub(crate) use std::hint::spin_loop;
     pub(crate) use std::sync::atomic::{
@@ -46,6 +48,7 @@ mod imp {
 }
 
 #[cfg(loom)]
+#[allow(unused_imports)]
 mod imp {
     pub(crate) use loom::cell::UnsafeCell;
     pub(crate) use loom::hint::spin_loop;

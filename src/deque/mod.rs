@@ -1,7 +1,8 @@
-//! A Chase-Lev work-stealing deque whose thieves can take half in one CAS.
+//! A Chase-Lev work-stealing deque whose thieves take half in one CAS.
 //!
-//! (Module prose is written with the implementation.)
+//! Body written below.
 
+mod buffer;
 mod pointer;
 mod steal;
 mod worker;
@@ -12,3 +13,6 @@ pub use worker::{Stealer, Worker};
 
 /// The most items one [`Stealer::steal_half_into`] takes.
 pub const MAX_STEAL: usize = 32;
+
+#[cfg(test)]
+mod tests;

@@ -64,6 +64,21 @@ impl<T> Steal<T> {
         }
     }
 
+    /// Maps a stolen item with `f`, keeping `Empty` and `Retry`.
+    ///
+    /// ```
+    /// use stepsched::deque::Steal;
+    /// assert_eq!(Steal::Success(2).map(|x| x * 10), Steal::Success(20));
+    /// assert_eq!(Steal::<u8>::Empty.map(|x| x * 10), Steal::Empty);
+    /// ```
+    pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Steal<U> {
+        match self {
+            Steal::Success(item) => Steal::Success(f(item)),
+            Steal::Empty => Steal::Empty,
+            Steal::Retry => Steal::Retry,
+        }
+    }
+
     /// Returns `self` if it is a success, otherwise the result of `f`; a
     /// [`Steal::Retry`] is kept if `f` gives [`Steal::Empty`], so a lost race
     /// is never mistaken for an empty system.

@@ -1,56 +1,454 @@
-//! The owner's [`Worker`] and the thieves' [`Stealer`] (stub).
-#![allow(missing_docs, unused)]
-use super::{Pointer, Steal};
-use core::marker::PhantomData;
+//! The shared state ([`Inner`]), the owner's [`Worker`] and the thieves'
+//! [`Stealer`]. The protocol is described in the module docs (`mod.rs`).
 
+use super::buffer::Buffer;
+use super::{Pointer, Steal, MAX_STEAL};
+use crate::padded::CachePadded;
+use crate::sync::{Arc, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use core::cell::Cell;
+use core::fmt;
+use core::marker::PhantomData;
+use core::mem::MaybeUninit;
+use core::ptr::NonNull;
+
+/// How far above `top` a claim can reach: the most items one steal takes.
+///
+/// A pop at least this far above `top` cannot collide with any claim in
+/// flight, so it leaves `head` unchanged (see "Which pops invalidate" in the
+/// module docs). Under loom it is shrunk to 2 so that small models reach both
+/// the colliding and the non-colliding pop; this is the only loom-specific
+/// size in the deque.
+#[cfg(not(loom))]
+const REACH: u32 = MAX_STEAL as u32;
+#[cfg(loom)]
+const REACH: u32 = 2;
+
+/// The low 32 bits of `head` are `top`; one unit of the high half is added by
+/// every pop that invalidates the claims in flight.
+const INVALIDATE: u64 = 1 << 32;
+
+/// The default initial capacity of [`Worker::new`].
+const DEFAULT_CAPACITY: usize = 64;
+
+/// State shared by the owner and every thief. Lives until the last handle
+/// ([`Worker`] or [`Stealer`]) drops.
+pub(super) struct Inner<T: Pointer> {
+    /// `top` (low 32 bits, the position of the oldest item) plus an
+    /// invalidation count (high 32 bits; a carry out of `top` lands there).
+    /// Thieves claim items with one CAS that adds the batch size; the owner
+    /// joins its modification order with one RMW per pop, adding
+    /// [`INVALIDATE`] when the pop may collide with a claim and 0 otherwise.
+    /// Every write is an RMW that adds a positive amount or nothing, so the
+    /// word never repeats a value until 2^64 has been added in all.
+    pub(super) head: CachePadded<AtomicU64>,
+    /// One past the newest item. Written only by the owner; read by thieves.
+    pub(super) bottom: CachePadded<AtomicU32>,
+    /// The live ring. Replaced only by the owner (grow); read by everyone.
+    buffer: AtomicPtr<Buffer>,
+    _items: PhantomData<T>,
+}
+
+// SAFETY: `Inner` owns the queued items (each a `T: Send`) through raw
+// pointers. Items only move between threads, one owner at a time (the
+// protocol hands each to exactly one popper or thief), and are never shared,
+// so `T: Send` is enough for both `Send` and `Sync`.
+unsafe impl<T: Pointer> Send for Inner<T> {}
+// SAFETY: see the `Send` impl: shared access to `Inner` is only through its
+// atomics; no `&T` is ever handed out.
+unsafe impl<T: Pointer> Sync for Inner<T> {}
+
+impl<T: Pointer> Inner<T> {
+    #[inline]
+    fn ring(&self) -> &Buffer {
+        // Acquire: pairs with the Release store in `Worker::grow`, so the
+        // slots copied into a new ring are visible before we read them.
+        let ring = self.buffer.load(Ordering::Acquire);
+        // SAFETY: rings are freed only when `Inner` drops (`free_chain`), and
+        // `&self` keeps `Inner` alive.
+        unsafe { &*ring }
+    }
+
+    /// `bottom - top` as seen now; exact when nothing runs concurrently.
+    fn len(&self) -> usize {
+        // Relaxed loads: a racy snapshot is all `len` promises.
+        let top = self.head.load(Ordering::Relaxed) as u32;
+        let bottom = self.bottom.load(Ordering::Relaxed);
+        // Negative while the owner is inside `pop` on an emptied deque.
+        (bottom.wrapping_sub(top) as i32).max(0) as usize
+    }
+}
+
+impl<T: Pointer> Drop for Inner<T> {
+    fn drop(&mut self) {
+        // Relaxed loads: `Arc` gives the last handle exclusive access, with
+        // the Acquire that makes every other handle's writes visible.
+        let top = self.head.load(Ordering::Relaxed) as u32;
+        let bottom = self.bottom.load(Ordering::Relaxed);
+        let ring = self.buffer.load(Ordering::Relaxed);
+        // SAFETY: the live ring is valid until `free_chain` below.
+        let slots = unsafe { &*ring };
+        let mut pos = top;
+        while pos != bottom {
+            // SAFETY: positions `top..bottom` hold items no one has taken
+            // (the owner is gone, so no pop is mid-way), each once.
+            drop(unsafe { take::<T>(slots.read(pos)) });
+            pos = pos.wrapping_add(1);
+        }
+        // SAFETY: `ring` heads the chain; no handle is left to use it.
+        unsafe { Buffer::free_chain(ring) };
+    }
+}
+
+/// Turns a claimed slot back into its item.
+///
+/// # Safety
+///
+/// `raw` must have been read from a position the caller has won (by its pop
+/// or by a successful claim), so that no one else takes the same item.
+#[inline]
+unsafe fn take<T: Pointer>(raw: *mut ()) -> T {
+    let raw = NonNull::new(raw).expect("stepsched::deque: won a slot that holds no item");
+    // SAFETY: a non-null slot value is a pointer made by `T::into_raw` in
+    // `push`; the caller's claim makes this the only `from_raw` for it.
+    unsafe { T::from_raw(raw) }
+}
+
+/// The owner's end of a deque: pushes and pops at the bottom (LIFO).
+///
+/// There is one `Worker` per deque. It is `Send` but not `Sync`: its methods
+/// take `&self` yet must only run on one thread at a time, which the missing
+/// `Sync` guarantees.
+///
+/// # Examples
+///
+/// ```
+/// use stepsched::deque::Worker;
+///
+/// let w = Worker::new();
+/// w.push(Box::new(1));
+/// w.push(Box::new(2));
+/// assert_eq!(w.pop().map(|b| *b), Some(2));
+/// assert_eq!(w.pop().map(|b| *b), Some(1));
+/// assert!(w.pop().is_none());
+/// ```
 pub struct Worker<T: Pointer> {
-    _p: PhantomData<T>,
+    pub(super) inner: Arc<Inner<T>>,
+    /// A lower bound on `top` (top only grows), kept by the owner so that
+    /// most pushes and the empty check of `pop` need not read `head`, the
+    /// line thieves write. `Cell` also makes `Worker` `!Sync`.
+    pub(super) top_seen: Cell<u32>,
 }
-pub struct Stealer<T: Pointer> {
-    _p: PhantomData<T>,
-}
+
 impl<T: Pointer> Worker<T> {
+    /// Creates an empty deque with room for 64 items before it first grows.
     pub fn new() -> Self {
-        todo!()
+        Self::with_capacity(DEFAULT_CAPACITY)
     }
+
+    /// Creates an empty deque whose ring starts with exactly the smallest
+    /// power of two at least `max(min, 1)` slots.
+    ///
+    /// ```
+    /// use stepsched::deque::Worker;
+    /// let w = Worker::<Box<u8>>::with_capacity(5);
+    /// assert_eq!(w.capacity(), 8);
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// If that power of two exceeds 2^30.
     pub fn with_capacity(min: usize) -> Self {
-        todo!()
+        let capacity = min.max(1).checked_next_power_of_two().unwrap_or(usize::MAX);
+        let inner = Inner {
+            head: CachePadded(AtomicU64::new(0)),
+            bottom: CachePadded(AtomicU32::new(0)),
+            buffer: AtomicPtr::new(Buffer::alloc(capacity)),
+            _items: PhantomData,
+        };
+        Worker {
+            inner: Arc::new(inner),
+            top_seen: Cell::new(0),
+        }
     }
+
+    /// Pushes an item at the bottom. Never fails: a full ring grows.
+    ///
+    /// Uses no atomic read-modify-write: a store of the slot, and a Release
+    /// store of `bottom`.
     pub fn push(&self, item: T) {
-        todo!()
+        let inner = &*self.inner;
+        // Relaxed: only this thread writes `bottom`.
+        let bottom = inner.bottom.load(Ordering::Relaxed);
+        let mut ring = inner.buffer.load(Ordering::Relaxed); // owner's own writes
+        // SAFETY: the live ring outlives `self` (see `Inner::ring`).
+        let mut capacity = unsafe { (*ring).capacity() };
+        if bottom.wrapping_sub(self.top_seen.get()) >= capacity {
+            // Acquire: pairs with the thieves' Release CAS, so their reads of
+            // the slots we are about to reuse happen before our writes.
+            let top = inner.head.load(Ordering::Acquire) as u32;
+            self.top_seen.set(top);
+            if bottom.wrapping_sub(top) >= capacity {
+                ring = self.grow(ring, top, bottom);
+                capacity *= 2;
+            }
+        }
+        debug_assert!(bottom.wrapping_sub(self.top_seen.get()) < capacity);
+        // SAFETY: as above, `ring` is live.
+        unsafe { (*ring).write(bottom, item.into_raw().as_ptr()) };
+        // Release: publishes the slot just written (and any grown ring) to
+        // thieves, whose Acquire load of `bottom` pairs with it.
+        inner.bottom.store(bottom.wrapping_add(1), Ordering::Release);
     }
+
+    #[cold]
+    fn grow(&self, old: *mut Buffer, top: u32, bottom: u32) -> *mut Buffer {
+        let new = Buffer::grow(old, top, bottom);
+        // Release: pairs with the Acquire in `Inner::ring`: a thief that
+        // sees the new ring sees the items copied into it. The old ring stays
+        // readable (it is retired, not freed) for thieves that loaded it.
+        self.inner.buffer.store(new, Ordering::Release);
+        new
+    }
+
+    /// Pops the newest item, or `None` if the deque is empty.
+    ///
+    /// Returns `None` only if the deque was empty at the pop's linearization
+    /// point (a thief may have taken the last item first).
     pub fn pop(&self) -> Option<T> {
-        todo!()
+        let inner = &*self.inner;
+        // Relaxed: only this thread writes `bottom`.
+        let bottom = inner.bottom.load(Ordering::Relaxed);
+        if bottom == self.top_seen.get() {
+            // top_seen <= top <= bottom: the deque is empty, no atomics needed.
+            return None;
+        }
+        let pos = bottom.wrapping_sub(1);
+        // Relaxed: published by the Release half of the RMW in `reserve`,
+        // which every thief that could otherwise miss it must acquire.
+        inner.bottom.store(pos, Ordering::Relaxed);
+        let top = self.reserve(pos);
+        self.top_seen.set(top);
+        if (pos.wrapping_sub(top) as i32) < 0 {
+            // Thieves took everything: top == bottom. Undo the decrement.
+            // Relaxed: the deque is empty; the value publishes nothing.
+            inner.bottom.store(bottom, Ordering::Relaxed);
+            return None;
+        }
+        // SAFETY: `reserve` proved that no claim covers `pos`, and the
+        // lowered `bottom` keeps later claims below it: the item is ours.
+        let item = unsafe { take(inner.ring().read(pos)) };
+        Some(item)
     }
+
+    /// Joins `head`'s modification order before taking position `pos`, and
+    /// returns the `top` read there. Afterwards no claim can cover `pos`.
+    ///
+    /// Only claims that start within [`REACH`] below `pos` can cover it, so a
+    /// pop that far above `top` adds 0 (claims in flight stay valid); a pop
+    /// nearer adds [`INVALIDATE`], failing every claim whose view predates it.
+    #[inline]
+    fn reserve(&self, pos: u32) -> u32 {
+        let head = &self.inner.head;
+        if pos.wrapping_sub(self.top_seen.get()) as i32 >= REACH as i32 {
+            // AcqRel RMW adding nothing: Release publishes the lowered
+            // `bottom` to every thief that reads `head` after us (all later
+            // writes to `head` are RMWs, so they carry our release sequence);
+            // Acquire pairs with the thieves' Release CAS (their slot reads
+            // happen before we reuse slots). Reading the latest `top` bounds
+            // the stale claims: one that started before us and succeeds after
+            // us saw `head` unchanged, so it starts at `top` and ends at most
+            // `top + REACH <= pos`.
+            let top = head.fetch_add(0, Ordering::AcqRel) as u32;
+            if pos.wrapping_sub(top) as i32 >= REACH as i32 {
+                return top;
+            }
+        }
+        // AcqRel, as above; the added count makes every CAS whose `head` was
+        // read before this point fail, and every thief reading after it sees
+        // the lowered `bottom`, so no claim covers `pos`.
+        head.fetch_add(INVALIDATE, Ordering::AcqRel) as u32
+    }
+
+    /// The number of items; exact when no thief runs concurrently.
     pub fn len(&self) -> usize {
-        todo!()
+        self.inner.len()
     }
+
+    /// Whether the deque holds no items; exact when no thief runs
+    /// concurrently.
     pub fn is_empty(&self) -> bool {
-        todo!()
+        self.len() == 0
     }
+
+    /// The number of slots in the current ring (it doubles when full).
     pub fn capacity(&self) -> usize {
-        todo!()
+        self.inner.ring().capacity() as usize
     }
+
+    /// Creates a thief's handle for this deque.
+    ///
+    /// ```
+    /// use stepsched::deque::{Steal, Worker};
+    /// let w = Worker::new();
+    /// let s = w.stealer();
+    /// w.push(Box::new('a'));
+    /// assert_eq!(s.steal().map(|b| *b), Steal::Success('a'));
+    /// ```
     pub fn stealer(&self) -> Stealer<T> {
-        todo!()
+        Stealer {
+            inner: self.inner.clone(),
+        }
     }
 }
+
+impl<T: Pointer> Default for Worker<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T: Pointer> fmt::Debug for Worker<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Worker")
+            .field("len", &self.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// A thief's handle: steals from the top (the oldest items).
+///
+/// `Clone`, `Send` and `Sync`; it keeps the deque alive, so it may go on
+/// stealing after the [`Worker`] is dropped.
+pub struct Stealer<T: Pointer> {
+    inner: Arc<Inner<T>>,
+}
+
+/// A claim that won: its items, oldest first.
+struct Batch {
+    /// `items[..len]` are initialised.
+    items: [MaybeUninit<*mut ()>; MAX_STEAL],
+    len: usize,
+}
+
+impl Batch {
+    /// The claimed slot values, oldest first.
+    #[inline]
+    fn items(&self) -> &[*mut ()] {
+        // SAFETY: `claim` initialised `items[..len]`, and `MaybeUninit<U>`
+        // has the layout of `U`.
+        unsafe { &*(&self.items[..self.len] as *const [MaybeUninit<*mut ()>] as *const [*mut ()]) }
+    }
+}
+
 impl<T: Pointer> Stealer<T> {
+    /// Steals the oldest item.
+    ///
+    /// Returns [`Steal::Retry`] only if a concurrent pop or steal changed the
+    /// deque between this thief's look and its claim.
     pub fn steal(&self) -> Steal<T> {
-        todo!()
+        match self.claim(1) {
+            // SAFETY: the claim won position `top`, whose item it read.
+            Steal::Success(batch) => Steal::Success(unsafe { take(batch.items()[0]) }),
+            Steal::Empty => Steal::Empty,
+            Steal::Retry => Steal::Retry,
+        }
     }
+
+    /// Steals half of the items (rounded up, at most [`MAX_STEAL`]) with one
+    /// successful CAS: returns the oldest and pushes the rest onto `dest`,
+    /// oldest first.
+    ///
+    /// ```
+    /// use stepsched::deque::{Steal, Worker};
+    /// let victim = Worker::new();
+    /// for i in 0..5 {
+    ///     victim.push(Box::new(i));
+    /// }
+    /// let mine = Worker::new();
+    /// let got = victim.stealer().steal_half_into(&mine);
+    /// assert_eq!(got.map(|b| *b), Steal::Success(0));
+    /// assert_eq!(mine.len(), 2); // ceil(5 / 2) = 3 taken: 0 returned, 1 and 2 moved
+    /// assert_eq!(victim.len(), 2);
+    /// ```
     pub fn steal_half_into(&self, dest: &Worker<T>) -> Steal<T> {
-        todo!()
+        match self.claim(REACH) {
+            Steal::Success(batch) => {
+                let (oldest, rest) = batch.items().split_first().expect("a claim is never empty");
+                for &raw in rest {
+                    // SAFETY: the claim won every position of the batch.
+                    dest.push(unsafe { take(raw) });
+                }
+                // SAFETY: as above, for the oldest position.
+                Steal::Success(unsafe { take(*oldest) })
+            }
+            Steal::Empty => Steal::Empty,
+            Steal::Retry => Steal::Retry,
+        }
     }
+
+    /// Claims `min(ceil(len / 2), limit)` of the oldest items with one CAS.
+    fn claim(&self, limit: u32) -> Steal<Batch> {
+        let inner = &*self.inner;
+        // Acquire: pairs with the Release of the owner's pop RMW (directly or
+        // through the thieves' CASes that follow it): a thief that reads
+        // `head` after a pop sees that pop's lowered `bottom` below.
+        let head = inner.head.load(Ordering::Acquire);
+        let top = head as u32;
+        // Acquire: pairs with the Release store in `push`: the slots below
+        // the `bottom` we read hold their items.
+        let bottom = inner.bottom.load(Ordering::Acquire);
+        let len = bottom.wrapping_sub(top) as i32;
+        if len <= 0 {
+            return Steal::Empty;
+        }
+        let count = (len as u32).div_ceil(2).min(limit);
+        // Loaded after `bottom`: the ring is the one `bottom` was published
+        // with, or a newer one holding the same positions (see `grow`).
+        let ring = inner.ring();
+        let mut batch = Batch {
+            items: [const { MaybeUninit::uninit() }; MAX_STEAL],
+            len: count as usize,
+        };
+        for (i, item) in batch.items[..batch.len].iter_mut().enumerate() {
+            item.write(ring.read(top.wrapping_add(i as u32)));
+        }
+        // Release on success: our slot reads happen before the owner's next
+        // RMW (Acquire), so the owner reuses those slots only after we read
+        // them. Relaxed on failure: we keep nothing from this attempt.
+        match inner.head.compare_exchange(
+            head,
+            head.wrapping_add(u64::from(count)),
+            Ordering::Release,
+            Ordering::Relaxed,
+        ) {
+            Ok(_) => Steal::Success(batch),
+            Err(_) => Steal::Retry,
+        }
+    }
+
+    /// The number of items, as of a racy snapshot.
     pub fn len(&self) -> usize {
-        todo!()
+        self.inner.len()
     }
+
+    /// Whether the deque looked empty, as of a racy snapshot.
     pub fn is_empty(&self) -> bool {
-        todo!()
+        self.len() == 0
     }
 }
+
 impl<T: Pointer> Clone for Stealer<T> {
     fn clone(&self) -> Self {
-        todo!()
+        Stealer {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl<T: Pointer> fmt::Debug for Stealer<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Stealer")
+            .field("len", &self.len())
+            .finish_non_exhaustive()
     }
 }
