@@ -10,6 +10,7 @@ mod sync;
 
 pub mod deque;
 pub mod mpsc;
+pub mod process;
 pub mod sched;
 
 #[cfg(any(test, fuzzing))]

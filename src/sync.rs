@@ -40,6 +40,12 @@ mod imp {
             f(self.0.get())
         }
 
+        /// A raw pointer to the contents. std builds only: for code that
+        /// loom does not model (the scheduler's process table).
+        pub(crate) fn get(&self) -> *mut T {
+            self.0.get()
+        }
+
         /// Consumes the cell and returns its contents.
         pub(crate) fn into_inner(self) -> T {
             self.0.into_inner()

@@ -169,7 +169,11 @@ fn steal_half_into_takes_ceil_half_capped_at_max_steal() {
             Some(0),
             "n = {n}"
         );
-        assert_eq!(dest.len(), k - 1, "n = {n}: dest holds the rest of the batch");
+        assert_eq!(
+            dest.len(),
+            k - 1,
+            "n = {n}: dest holds the rest of the batch"
+        );
         assert_eq!(w.len(), n - k, "n = {n}: victim keeps the rest");
         assert_eq!(s.len(), n - k, "n = {n}");
 
@@ -256,7 +260,10 @@ fn steal_half_into_own_deque_chains_between_workers() {
         victim.stealer().steal_half_into(&a).success().map(|x| *x),
         Some(0)
     ); // a = [1, 2, 3]
-    assert_eq!(a.stealer().steal_half_into(&b).success().map(|x| *x), Some(1)); // b = [2]
+    assert_eq!(
+        a.stealer().steal_half_into(&b).success().map(|x| *x),
+        Some(1)
+    ); // b = [2]
     assert_eq!(pop_all(&b), vec![2]);
     assert_eq!(pop_all(&a), vec![3]);
     assert_eq!(pop_all(&victim), vec![7, 6, 5, 4]);
@@ -271,10 +278,7 @@ fn steal_half_into_grows_a_small_dest() {
     assert!(w.stealer().steal_half_into(&dest).is_success());
     assert_eq!(dest.len(), MAX_STEAL - 1);
     assert!(dest.capacity() >= MAX_STEAL - 1);
-    assert_eq!(
-        pop_all(&dest),
-        (1..MAX_STEAL).rev().collect::<Vec<_>>()
-    );
+    assert_eq!(pop_all(&dest), (1..MAX_STEAL).rev().collect::<Vec<_>>());
 }
 
 // ---------------------------------------------------------------------------
@@ -366,7 +370,10 @@ fn many_growths_then_pop_everything() {
     push_range(0..n, &w);
     assert_eq!(w.len(), n);
     let cap = w.capacity();
-    assert!(cap.is_power_of_two() && cap >= n, "capacity {cap} for {n} items");
+    assert!(
+        cap.is_power_of_two() && cap >= n,
+        "capacity {cap} for {n} items"
+    );
     let s = w.stealer();
     assert_eq!(s.len(), n);
     assert_eq!(steal_one(&s), Some(0));
@@ -709,7 +716,10 @@ fn random_sequences_match_a_vecdeque_model() {
                 }
             }
         }
-        assert_eq!(pop_all(&dest), dest_model.into_iter().rev().collect::<Vec<_>>());
+        assert_eq!(
+            pop_all(&dest),
+            dest_model.into_iter().rev().collect::<Vec<_>>()
+        );
         assert_eq!(steal_all(&s), model.into_iter().collect::<Vec<_>>());
     }
 }

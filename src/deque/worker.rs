@@ -180,7 +180,7 @@ impl<T: Pointer> Worker<T> {
         // Relaxed: only this thread writes `bottom`.
         let bottom = inner.bottom.load(Ordering::Relaxed);
         let mut ring = inner.buffer.load(Ordering::Relaxed); // owner's own writes
-        // SAFETY: the live ring outlives `self` (see `Inner::ring`).
+                                                             // SAFETY: the live ring outlives `self` (see `Inner::ring`).
         let mut capacity = unsafe { (*ring).capacity() };
         if bottom.wrapping_sub(self.top_seen.get()) >= capacity {
             // Acquire: pairs with the thieves' Release CAS, so their reads of
@@ -197,7 +197,9 @@ impl<T: Pointer> Worker<T> {
         unsafe { (*ring).write(bottom, item.into_raw().as_ptr()) };
         // Release: publishes the slot just written (and any grown ring) to
         // thieves, whose Acquire load of `bottom` pairs with it.
-        inner.bottom.store(bottom.wrapping_add(1), Ordering::Release);
+        inner
+            .bottom
+            .store(bottom.wrapping_add(1), Ordering::Release);
     }
 
     #[cold]

@@ -1,1 +1,243 @@
-//! MPSC replay engine (being written).
+//! Replays bytes as single-threaded operations on [`mpsc::Queue`] and
+//! [`GlobalQueue`] against `VecDeque` models.
+//!
+//! A single thread cannot be preempted mid-push, so the engine opens the
+//! mid-link window on purpose (`Queue::push_mid_link`, test-only): several
+//! pushes can be left between swap and link and finished in any order. The
+//! model marks each queued item with whether its incoming link is stored;
+//! the consumer can reach items only up to the first one that is not, which
+//! is exactly when `try_pop` must say `Inconsistent` and `is_empty` `false`.
+//!
+//! Pushes go through plain `Queue::push` and through a `Producer` handle
+//! that lives across operations, so both node-reuse paths are replayed.
+//!
+//! Every item carries a unique id and bumps a shared counter when dropped,
+//! so a lost, duplicated, reordered, leaked or doubly dropped item panics.
+//! A queue's life is an *epoch*; dropping it (an operation) checks that it
+//! dropped exactly the items it still held, and starts a new epoch.
+//!
+//! Each byte is one operation: `byte % 13` picks it and `byte / 13` (0..=19)
+//! is its argument where it has one (a burst of up to 20 pushes, so the
+//! node-recycling batches are reached from short inputs; which pending push
+//! to link).
+
+use std::cell::Cell;
+use std::collections::VecDeque;
+use std::rc::Rc;
+
+use crate::mpsc::{MidLink, Producer, Queue, TryPopError};
+use crate::sched::{GlobalQueue, Take, BATCH};
+
+/// A queued item: an id, and a counter bumped when it is dropped.
+struct Tracked {
+    id: u64,
+    drops: Rc<Cell<u64>>,
+}
+
+impl Drop for Tracked {
+    fn drop(&mut self) {
+        self.drops.set(self.drops.get() + 1);
+    }
+}
+
+/// The MPSC model: ids in push order, each with "its incoming link is
+/// stored" (false while its push is mid-link).
+type Model = VecDeque<(u64, bool)>;
+
+/// State shared by all epochs.
+struct Engine {
+    next_id: u64,
+    drops: Rc<Cell<u64>>,
+}
+
+impl Engine {
+    fn item(&mut self) -> Tracked {
+        self.next_id += 1;
+        Tracked {
+            id: self.next_id,
+            drops: Rc::clone(&self.drops),
+        }
+    }
+
+    /// What `try_pop` must return given the model, and the model after it.
+    fn expected_pop(model: &mut Model) -> Result<u64, TryPopError> {
+        match model.front() {
+            None => Err(TryPopError::Empty),
+            Some(&(_, false)) => Err(TryPopError::Inconsistent),
+            Some(&(id, true)) => {
+                model.pop_front();
+                Ok(id)
+            }
+        }
+    }
+
+    /// Runs operations until the input ends or an epoch-ending byte; returns
+    /// whether the input has more bytes.
+    fn epoch(&mut self, bytes: &mut std::slice::Iter<'_, u8>) -> bool {
+        let queue = Queue::new();
+        let global = GlobalQueue::new();
+        let mut model = Model::new();
+        let mut global_model = VecDeque::new();
+        let mut pending: Vec<(u64, MidLink<'_, Tracked>)> = Vec::new();
+        let mut handle: Option<Producer<'_, Tracked>> = None;
+        let drops_at_start = self.drops.get();
+        let mut dropped_by_us = 0;
+        let mut more = false;
+
+        for &byte in bytes.by_ref() {
+            let arg = usize::from(byte / 13);
+            match byte % 13 {
+                0 => {
+                    for _ in 0..=arg {
+                        let item = self.item();
+                        model.push_back((item.id, true));
+                        queue.push(item);
+                    }
+                }
+                1 | 2 => {
+                    let expected = Engine::expected_pop(&mut model);
+                    // SAFETY: the engine is single-threaded: one consumer.
+                    let got = unsafe { queue.try_pop() }.map(|t| t.id);
+                    assert_eq!(got, expected, "try_pop");
+                    dropped_by_us += u64::from(got.is_ok());
+                }
+                3 => assert_eq!(queue.is_empty(), model.is_empty(), "is_empty"),
+                4 => {
+                    let item = self.item();
+                    model.push_back((item.id, false));
+                    pending.push((item.id, queue.push_mid_link(item)));
+                }
+                5 => {
+                    if !pending.is_empty() {
+                        let (id, link) = pending.swap_remove(arg % pending.len());
+                        link.link();
+                        let entry = model.iter_mut().find(|(i, _)| *i == id);
+                        entry.expect("pending item is modelled").1 = true;
+                    }
+                }
+                6 => {
+                    more = true;
+                    break;
+                }
+                7 => {
+                    for _ in 0..=arg {
+                        let item = self.item();
+                        global_model.push_back(item.id);
+                        global.push(item);
+                    }
+                }
+                8 | 9 => {
+                    let limit = if byte % 13 == 8 { BATCH } else { 0 };
+                    let mut batch = Vec::new();
+                    let take = if limit == 0 {
+                        global.take_one()
+                    } else {
+                        global.take_batch(|t| batch.push(t.id))
+                    };
+                    let expected: Vec<u64> = {
+                        let n = global_model.len().min(limit + 1);
+                        global_model.drain(..n).collect()
+                    };
+                    match take {
+                        Take::Taken { first, moved } => {
+                            assert_eq!(moved, batch.len(), "take: moved");
+                            batch.insert(0, first.id);
+                            assert_eq!(batch, expected, "take: batch");
+                        }
+                        Take::Empty => assert!(expected.is_empty(), "take: Empty"),
+                        Take::Busy => panic!("single-threaded take returned Busy"),
+                        Take::Inconsistent => panic!("global take returned Inconsistent"),
+                    }
+                    dropped_by_us += expected.len() as u64;
+                }
+                10 => {
+                    let tx = handle.get_or_insert_with(|| queue.producer());
+                    for _ in 0..=arg {
+                        let item = self.item();
+                        model.push_back((item.id, true));
+                        tx.push(item);
+                    }
+                }
+                11 => handle = None,
+                _ => assert_eq!(global.is_empty(), global_model.is_empty(), "global"),
+            }
+            assert_eq!(
+                self.drops.get() - drops_at_start,
+                dropped_by_us,
+                "an operation dropped an item it should not have"
+            );
+        }
+
+        // Finish the pending pushes, drop both queues: each must drop exactly
+        // the items it still held.
+        drop((pending, handle));
+        let held = (model.len() + global_model.len()) as u64;
+        drop(queue);
+        drop(global);
+        assert_eq!(
+            self.drops.get() - drops_at_start,
+            dropped_by_us + held,
+            "dropping the queues dropped the wrong number of items"
+        );
+        more
+    }
+}
+
+/// Replays `data` as operations on the queues and their models, panicking
+/// on the first difference.
+pub fn replay(data: &[u8]) {
+    let mut engine = Engine {
+        next_id: 0,
+        drops: Rc::new(Cell::new(0)),
+    };
+    let mut bytes = data.iter();
+    while engine.epoch(&mut bytes) {}
+    assert_eq!(
+        engine.drops.get(),
+        engine.next_id,
+        "items leaked or doubly dropped"
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::replay;
+
+    /// xorshift64: deterministic, dependency-free input generator.
+    fn xorshift(state: &mut u64) -> u64 {
+        *state ^= *state << 13;
+        *state ^= *state >> 7;
+        *state ^= *state << 17;
+        *state
+    }
+
+    #[test]
+    fn replays_generated_inputs() {
+        let (inputs, max_len) = if cfg!(miri) { (20, 64) } else { (3000, 512) };
+        let mut state = 0x9E37_79B9_7F4A_7C15;
+        for _ in 0..inputs {
+            let len = (xorshift(&mut state) % max_len) as usize;
+            let data: Vec<u8> = (0..len).map(|_| xorshift(&mut state) as u8).collect();
+            replay(&data);
+        }
+    }
+
+    #[test]
+    fn replays_edge_inputs() {
+        replay(&[]);
+        replay(&[6, 6, 6]);
+        // Mid-link push, pop (Inconsistent), is_empty, link, pop, pop.
+        replay(&[4, 1, 3, 5, 1, 1, 3]);
+        // Bursts of 20 pushes (plain, then through a handle), drained by
+        // pops, repeated past SPARE_MAX.
+        let mut long = Vec::new();
+        for _ in 0..20 {
+            long.push(247); // 247 % 13 == 0: plain burst of 20
+            long.extend([1; 20]);
+            long.push(244); // 244 % 13 == 10: burst of 19 through a handle
+            long.extend([1; 19]);
+            long.push(11); // drop the handle
+        }
+        replay(&long);
+    }
+}

@@ -1,1 +1,461 @@
-//! Intrusive multi-producer single-consumer queue (Vyukov). Being written.
+//! A multi-producer, single-consumer FIFO queue: Vyukov's node-based queue
+//! with a stub node, plus node recycling.
+//!
+//! Every event sent to a process and every process woken onto a worker
+//! travels through one of these queues, so `push` is wait-free and cheap.
+//!
+//! # How it works
+//!
+//! The algorithm is D. Vyukov's *Intrusive MPSC node-based queue*
+//! (1024cores.net, "Non-intrusive MPSC node-based queue" on the same site is
+//! the variant closest to this one). The queue is a singly linked list from
+//! the oldest node (`tail`, owned by the consumer) to the newest (`head`,
+//! shared by producers). The node at `tail` is always a *stub*: its item has
+//! already been taken (or it never had one), so the list is never empty and
+//! neither side ever has to special-case a null end.
+//!
+//! - **push** (any thread): fill a node, `swap` it into `head`, then store
+//!   it into the previous head's `next`. One swap and one store; no loop.
+//! - **pop** (one thread at a time): read the stub's `next`. If it is set,
+//!   that node becomes the new stub, its item is moved out and the old stub
+//!   is recycled. If it is null, the queue is empty, or a producer is
+//!   between its swap and its store (below).
+//!
+//! We depart from the original in four places, each explained where it
+//! lives: finished nodes go back to the producers instead of the allocator
+//! (`node.rs`), a [`Producer`] handle keeps a private chain of them
+//! (`producer.rs`), the consumer publishes its position so that any thread
+//! can ask [`Queue::is_empty`], and the transient state is named
+//! ([`TryPopError::Inconsistent`]).
+//!
+//! # The mid-link window (DESIGN.md trap 4)
+//!
+//! A producer preempted after its swap and before its link leaves an item
+//! that is in the queue but unreachable: the stub's `next` is still null
+//! while `head` already points past it. No other thread can finish the link
+//! for it, so [`Queue::try_pop`] does not wait: it returns
+//! [`TryPopError::Inconsistent`] (and [`Queue::pop`] returns `None`).
+//! [`Queue::is_empty`] compares `head` with the stub rather than following
+//! links, so it reports *not empty* during the window: a worker that checks
+//! `is_empty` before parking will not sleep on that item.
+//!
+//! For the lost-wakeup protocol (DESIGN.md trap 5) the write that counts is
+//! the producer's swap of `head` and the read that counts is `is_empty`'s
+//! load of `head`. With the protocol's SeqCst fences (producer: push, fence,
+//! read the sleepers; worker: announce, fence, `is_empty`), either the
+//! worker sees the swap, mid-link or not, or the producer sees the
+//! announcement and wakes it.
+//!
+//! # Invariants
+//!
+//! - **stub-alive**: the node at `tail` is never recycled or freed while it
+//!   is the stub; a node is recycled only after the consumer read a non-null
+//!   `next` from it, so no producer can still be about to link to it.
+//! - **published-before-linked**: a node's item and null `next` are written
+//!   before the swap that makes it `head` (AcqRel), and the link to it is a
+//!   Release store that the consumer reads with Acquire, so the consumer
+//!   sees the item whole.
+//! - **pop-generation**: the consumer bumps `popped` after moving `tail` and
+//!   before recycling the old stub. A reader that sees the same generation
+//!   before and after comparing `tail` with `head` knows the stub it read
+//!   was not recycled and pushed again in between (no ABA in `is_empty`).
+//!
+//! # Examples
+//!
+//! ```
+//! use std::sync::Arc;
+//! use std::thread;
+//! use stepsched::mpsc::Queue;
+//!
+//! let q = Arc::new(Queue::new());
+//! let producers: Vec<_> = (0..2)
+//!     .map(|p| {
+//!         let q = Arc::clone(&q);
+//!         thread::spawn(move || (0..100).for_each(|i| q.push((p, i))))
+//!     })
+//!     .collect();
+//! producers.into_iter().for_each(|h| h.join().unwrap());
+//!
+//! let mut last = [None, None];
+//! // SAFETY: this thread is the only consumer.
+//! while let Some((p, i)) = unsafe { q.pop() } {
+//!     assert!(last[p] < Some(i), "per-producer order");
+//!     last[p] = Some(i);
+//! }
+//! assert_eq!(last, [Some(99), Some(99)]);
+//! assert!(q.is_empty());
+//! ```
+
+mod error;
+mod node;
+mod padded;
+mod producer;
+
+pub use error::TryPopError;
+pub(crate) use padded::CachePadded;
+pub use producer::Producer;
+
+use core::fmt;
+use core::marker::PhantomData;
+
+use crate::sync::{AtomicPtr, AtomicUsize, Ordering, UnsafeCell};
+use node::{Node, Spare};
+
+/// A multi-producer, single-consumer FIFO queue (see the [module
+/// docs](self) for the algorithm).
+///
+/// `push` and `is_empty` may be called from any thread; `pop` from any thread
+/// too, but never by two threads at once, which is why it is `unsafe`. A
+/// thread that pushes many items can take a [`Producer`] handle, which keeps
+/// recycled nodes for itself and so pushes more cheaply.
+///
+/// # Examples
+///
+/// ```
+/// use stepsched::mpsc::Queue;
+///
+/// let q = Queue::new();
+/// q.push("a");
+/// q.push("b");
+/// // SAFETY: this thread is the only consumer.
+/// unsafe {
+///     assert_eq!(q.pop(), Some("a"));
+///     assert_eq!(q.pop(), Some("b"));
+///     assert_eq!(q.pop(), None);
+/// }
+/// ```
+pub struct Queue<T> {
+    /// Written by every producer; read by the consumer only when the stub has
+    /// no successor, and by `is_empty`.
+    producers: CachePadded<ProducerSide<T>>,
+    /// Written only by the consumer (and `free` once per publish); read by
+    /// `is_empty` from any thread.
+    consumer: CachePadded<ConsumerSide<T>>,
+    /// The queue owns `T`s (for drop check).
+    _owns: PhantomData<T>,
+}
+
+struct ProducerSide<T> {
+    /// The newest node (the stub when the queue is empty). Swapped by every
+    /// push; never written by the consumer.
+    head: AtomicPtr<Node<T>>,
+    /// Recycled nodes on their way back to producers: taken by a producer's
+    /// swap, filled by a CAS from null (`node.rs`, free-slot invariant). It
+    /// shares the producers' line because producers touch it on every push
+    /// and the consumer once per publish.
+    free: AtomicPtr<Node<T>>,
+}
+
+struct ConsumerSide<T> {
+    /// The stub. Stored only by the consumer; loaded by the consumer
+    /// (Relaxed, its own writes) and by `is_empty` (Acquire).
+    tail: AtomicPtr<Node<T>>,
+    /// Successful pops so far, wrapping (pop-generation invariant). Stored
+    /// only by the consumer; loaded by `is_empty`.
+    popped: AtomicUsize,
+    /// The consumer's private spare nodes; touched only inside `try_pop`
+    /// and `drop`, which never overlap (the `pop` contract).
+    spare: UnsafeCell<Spare<T>>,
+}
+
+// SAFETY: the queue hands each `T` from the pushing thread to the popping
+// thread, so `T: Send` is required and sufficient; the raw node pointers are
+// owned by the queue and only dereferenced under the invariants above.
+unsafe impl<T: Send> Send for Queue<T> {}
+// SAFETY: shared access allows `push` (moves a `T` in from any thread) and
+// `pop` (moves it out on another thread, serialised by the caller's `unsafe`
+// promise). No `&T` is ever shared, so `T: Sync` is not needed.
+unsafe impl<T: Send> Sync for Queue<T> {}
+
+impl<T> Queue<T> {
+    /// Creates an empty queue (one allocation: the stub node).
+    ///
+    /// ```
+    /// let q = stepsched::mpsc::Queue::<u32>::new();
+    /// assert!(q.is_empty());
+    /// ```
+    pub fn new() -> Self {
+        let stub = Node::alloc();
+        Queue {
+            producers: CachePadded(ProducerSide {
+                head: AtomicPtr::new(stub),
+                free: AtomicPtr::new(core::ptr::null_mut()),
+            }),
+            consumer: CachePadded(ConsumerSide {
+                tail: AtomicPtr::new(stub),
+                popped: AtomicUsize::new(0),
+                spare: UnsafeCell::new(Spare::new()),
+            }),
+            _owns: PhantomData,
+        }
+    }
+
+    /// Appends `item`. Callable from any thread; wait-free.
+    ///
+    /// The queue itself costs one atomic swap and one store. Getting the node
+    /// costs at most one more swap and one CAS when a recycled node is
+    /// available, or an allocation when none is.
+    ///
+    /// ```
+    /// let q = stepsched::mpsc::Queue::new();
+    /// q.push(1);
+    /// assert!(!q.is_empty());
+    /// ```
+    pub fn push(&self, item: T) {
+        let (prev, node) = self.swap_in(item);
+        // SAFETY: `prev` and `node` come from the swap just made, once.
+        unsafe { Self::link(prev, node) };
+    }
+
+    /// Step one of a push: fills a node and makes it `head`. Returns the
+    /// previous head and the new node, which must be linked exactly once.
+    #[inline]
+    fn swap_in(&self, item: T) -> (*mut Node<T>, *mut Node<T>) {
+        let node = node::take_node(&self.producers.free);
+        // SAFETY: `take_node` gives a node we own, empty, with a null `next`.
+        unsafe { self.swap_in_node(node, item) }
+    }
+
+    /// [`Queue::swap_in`] with a node the caller supplies.
+    ///
+    /// # Safety
+    ///
+    /// The caller owns `node`, which came from `Node::alloc`, holds no item
+    /// and has a null `next`.
+    #[inline]
+    unsafe fn swap_in_node(&self, node: *mut Node<T>, item: T) -> (*mut Node<T>, *mut Node<T>) {
+        // SAFETY: we own `node` and its item slot is empty (caller's contract).
+        unsafe { (*node).value.with_mut(|slot| (*slot).write(item)) };
+        // AcqRel. Release pairs with the Acquire swap of the next producer
+        // (it links into this node, so our null `next` must precede its store)
+        // and with `is_empty`'s Acquire load of `head`. Acquire pairs with the
+        // previous producer's Release swap: `prev`'s null `next` is visible
+        // before we overwrite it (published-before-linked).
+        let prev = self.producers.head.swap(node, Ordering::AcqRel);
+        (prev, node)
+    }
+
+    /// Step two of a push: links `prev` to `node`, ending the mid-link window.
+    ///
+    /// # Safety
+    ///
+    /// `(prev, node)` was returned by one `swap_in` and is linked only once.
+    #[inline]
+    unsafe fn link(prev: *mut Node<T>, node: *mut Node<T>) {
+        // Release pairs with the Acquire load of `next` in `try_pop`: the
+        // item written in `swap_in` is visible to the consumer that follows
+        // this link (published-before-linked).
+        // SAFETY: `prev` is alive: the consumer recycles a node only after
+        // reading a non-null `next` from it (stub-alive), and only this
+        // producer stores `prev.next`.
+        unsafe { (*prev).next.store(node, Ordering::Release) };
+    }
+
+    /// Removes the oldest item, or returns `None` if there is none or the
+    /// next one is still being linked by a producer (see
+    /// [`TryPopError::Inconsistent`]). Never waits.
+    ///
+    /// # Safety
+    ///
+    /// At most one thread may be inside `pop` or [`Queue::try_pop`] on this
+    /// queue at a time. Which thread that is may change, provided the calls
+    /// are ordered by some synchronization (a lock, a token, a join).
+    ///
+    /// ```
+    /// let q = stepsched::mpsc::Queue::new();
+    /// q.push(7);
+    /// // SAFETY: this thread is the only consumer.
+    /// assert_eq!(unsafe { q.pop() }, Some(7));
+    /// ```
+    pub unsafe fn pop(&self) -> Option<T> {
+        // SAFETY: the caller's contract is ours.
+        unsafe { self.pop_or_stub() }.ok()
+    }
+
+    /// Removes the oldest item, or says why there is none. Never waits.
+    ///
+    /// Telling [`TryPopError::Empty`] from [`TryPopError::Inconsistent`]
+    /// costs one read of the producers' cache line on a miss; [`Queue::pop`]
+    /// skips it, which matters to a consumer that spins on an empty queue.
+    ///
+    /// # Safety
+    ///
+    /// The same as [`Queue::pop`]: calls to `pop` and `try_pop` never
+    /// overlap.
+    ///
+    /// ```
+    /// use stepsched::mpsc::{Queue, TryPopError};
+    ///
+    /// let q = Queue::new();
+    /// q.push('x');
+    /// // SAFETY: this thread is the only consumer.
+    /// unsafe {
+    ///     assert_eq!(q.try_pop(), Ok('x'));
+    ///     assert_eq!(q.try_pop(), Err(TryPopError::Empty));
+    /// }
+    /// ```
+    pub unsafe fn try_pop(&self) -> Result<T, TryPopError> {
+        // SAFETY: the caller's contract is ours.
+        unsafe { self.pop_or_stub() }.map_err(|stub| {
+            // Relaxed: only classifies the miss. No completed push can be
+            // hidden here: its link would have been visible to the Acquire
+            // load of `next` in `pop_or_stub`.
+            let head = self.producers.head.load(Ordering::Relaxed);
+            if head == stub {
+                TryPopError::Empty
+            } else {
+                TryPopError::Inconsistent
+            }
+        })
+    }
+
+    /// The one pop routine: the oldest item, or the stub whose `next` was
+    /// null.
+    ///
+    /// # Safety
+    ///
+    /// As [`Queue::pop`].
+    #[inline]
+    unsafe fn pop_or_stub(&self) -> Result<T, *mut Node<T>> {
+        // Relaxed: only the consumer stores `tail`, and the caller's contract
+        // orders us after the previous consumer.
+        let stub = self.consumer.tail.load(Ordering::Relaxed);
+        // Acquire pairs with the Release link store in `link`: the item in
+        // `next` is fully written (published-before-linked).
+        // SAFETY: the stub is alive (stub-alive).
+        let next = unsafe { (*stub).next.load(Ordering::Acquire) };
+        if next.is_null() {
+            return Err(stub);
+        }
+        // SAFETY: `next` is linked, so its item is initialised, and only the
+        // consumer moves items out; it becomes the stub, whose slot counts as
+        // empty from now on.
+        let item = unsafe { (*next).value.with(|slot| (*slot).assume_init_read()) };
+        // Release pairs with the Acquire load of `tail` in `is_empty`: a
+        // reader that sees `next` as the stub also sees the swap that made it
+        // `head`, since we reached it through that producer's Release link.
+        self.consumer.tail.store(next, Ordering::Release);
+        let popped = self.consumer.popped.load(Ordering::Relaxed);
+        // Release pairs with the first Acquire load of `popped` in
+        // `is_empty` (pop-generation): a reader that sees the new count also
+        // sees the new `tail`.
+        self.consumer
+            .popped
+            .store(popped.wrapping_add(1), Ordering::Release);
+        self.consumer.spare.with_mut(|spare| {
+            // SAFETY: the old stub is no longer reachable by producers (its
+            // `next` was set) nor by the consumer; its item was taken when it
+            // became the stub. `spare` is ours by the `pop` contract.
+            unsafe { (*spare).recycle(&self.producers.free, stub) }
+        });
+        Ok(item)
+    }
+
+    /// Returns `true` if the queue holds no item. Callable from any thread.
+    ///
+    /// It is `false` whenever a completed push's item has not been popped,
+    /// and also while a push is between its swap and its link (the item is
+    /// coming, see [`TryPopError::Inconsistent`]). With no push in progress
+    /// it is `true` exactly when `pop` would return `None`. If a pop runs
+    /// concurrently it may answer `false`, which is correct for the instant
+    /// before that pop took its item.
+    ///
+    /// ```
+    /// let q = stepsched::mpsc::Queue::new();
+    /// assert!(q.is_empty());
+    /// q.push(());
+    /// assert!(!q.is_empty());
+    /// // SAFETY: this thread is the only consumer.
+    /// unsafe { q.pop() };
+    /// assert!(q.is_empty());
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        // The four loads are Acquire so that each stays after the previous.
+        // `popped` and `tail` pair with the consumer's Release stores in
+        // `try_pop`; `head` with the producers' AcqRel swap (pop-generation).
+        let before = self.consumer.popped.load(Ordering::Acquire);
+        let stub = self.consumer.tail.load(Ordering::Acquire);
+        let head = self.producers.head.load(Ordering::Acquire);
+        if head != stub {
+            return false;
+        }
+        // Same stub and no pop in between: `stub` was not recycled and pushed
+        // again, so `head == stub` means no push swapped in since `stub`
+        // became the stub, and the queue was empty when we read `tail`.
+        self.consumer.popped.load(Ordering::Acquire) == before
+    }
+}
+
+impl<T> Default for Queue<T> {
+    fn default() -> Self {
+        Queue::new()
+    }
+}
+
+impl<T> Drop for Queue<T> {
+    fn drop(&mut self) {
+        // SAFETY: `&mut self`: no other thread can push or pop, so every push
+        // has completed and no pop overlaps this one.
+        while let Ok(item) = unsafe { self.try_pop() } {
+            drop(item);
+        }
+        let stub = self.consumer.tail.load(Ordering::Relaxed);
+        // SAFETY: we own every node now; the stub's item was taken.
+        unsafe { Node::dealloc(stub) };
+        // SAFETY: exclusive access; spare nodes hold no items.
+        self.consumer
+            .spare
+            .with_mut(|spare| unsafe { (*spare).clear() });
+        let free = self.producers.free.load(Ordering::Relaxed);
+        // SAFETY: exclusive access; the free chain holds no items.
+        unsafe { Node::dealloc_chain(free) };
+    }
+}
+
+impl<T> fmt::Debug for Queue<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Queue")
+            .field("is_empty", &self.is_empty())
+            .finish_non_exhaustive()
+    }
+}
+
+/// A push stopped between its swap and its link, for deterministic tests of
+/// the mid-link window. Linking happens on [`MidLink::link`] or on drop.
+#[cfg(any(test, fuzzing))]
+pub(crate) struct MidLink<'q, T> {
+    prev: *mut Node<T>,
+    node: *mut Node<T>,
+    _queue: PhantomData<&'q Queue<T>>,
+}
+
+#[cfg(any(test, fuzzing))]
+impl<T> Queue<T> {
+    /// Performs the first half of a push and returns the second half.
+    pub(crate) fn push_mid_link(&self, item: T) -> MidLink<'_, T> {
+        let (prev, node) = self.swap_in(item);
+        MidLink {
+            prev,
+            node,
+            _queue: PhantomData,
+        }
+    }
+}
+
+#[cfg(any(test, fuzzing))]
+impl<T> MidLink<'_, T> {
+    /// Completes the push.
+    pub(crate) fn link(self) {}
+}
+
+#[cfg(any(test, fuzzing))]
+impl<T> Drop for MidLink<'_, T> {
+    fn drop(&mut self) {
+        // SAFETY: made by one `swap_in`; `MidLink` is not `Clone`, and drop
+        // runs once.
+        unsafe { Queue::link(self.prev, self.node) };
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,1 +1,54 @@
-//! Scheduler internals (being written): the global run queue.
+//! The scheduler: worker threads that run [processes](crate::process).
+//!
+//! A [`Scheduler`] owns a fixed pool of workers. Each worker owns a local
+//! [deque](crate::deque) (LIFO for itself, stealable by the others) and an
+//! inject queue for processes woken from outside with affinity to it; a
+//! [global run queue](GlobalQueue) takes new submissions. The order in
+//! which a worker searches them, how idle workers spin and park without
+//! losing a wakeup, and how shutdown proceeds are described in
+//! `src/sched/README.md` and in the docs of each part.
+//!
+//! - [`Scheduler`] / [`Builder`]: start, submit, send, terminate, shut down.
+//! - [`Completer`]: how a command handler answers a yielded command.
+//! - [`JoinHandle`]: wait for one process's outcome from outside.
+//! - [`Stats`]: per-worker counters.
+
+mod global;
+
+#[cfg(not(loom))]
+mod builder;
+#[cfg(not(loom))]
+mod error;
+#[cfg(not(loom))]
+mod handler;
+#[cfg(not(loom))]
+mod join;
+#[cfg(not(loom))]
+mod scheduler;
+#[cfg(not(loom))]
+mod shared;
+#[cfg(not(loom))]
+mod stats;
+#[cfg(not(loom))]
+mod table;
+#[cfg(not(loom))]
+mod worker;
+
+// The idle protocol is modelled by loom, so it builds in both worlds.
+#[doc(hidden)]
+pub mod idle;
+
+pub use global::{GlobalQueue, Take, BATCH};
+
+#[cfg(not(loom))]
+pub use builder::Builder;
+#[cfg(not(loom))]
+pub use error::{CompleteError, SendError, TerminateError};
+#[cfg(not(loom))]
+pub use handler::{Completer, Completion};
+#[cfg(not(loom))]
+pub use join::JoinHandle;
+#[cfg(not(loom))]
+pub use scheduler::{Scheduler, ShutdownReport};
+#[cfg(not(loom))]
+pub use stats::{Stats, WorkerStats};

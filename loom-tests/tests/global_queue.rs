@@ -1,0 +1,99 @@
+//! loom models of `stepsched::sched::GlobalQueue`.
+//!
+//! Run (a few seconds in release):
+//!
+//! ```text
+//! RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 \
+//!     cargo test -p stepsched-loom-tests --release --test global_queue
+//! ```
+//!
+//! The consumer token is also checked indirectly: if two consumers could pop
+//! at once, loom would report their concurrent access to the MPSC queue's
+//! consumer-private `UnsafeCell`.
+
+#![cfg(loom)]
+
+use loom::sync::Arc;
+use loom::thread;
+use stepsched::sched::{GlobalQueue, Take};
+
+/// Drains what a take returned into `got`, in order.
+fn collect(take: Take<u32>, batch: Vec<u32>, got: &mut Vec<u32>) {
+    if let Take::Taken { first, moved } = take {
+        assert_eq!(moved, batch.len());
+        got.push(first);
+        got.extend(batch);
+    }
+}
+
+/// Two consumers take a batch each while a producer pushes. Every item is
+/// taken exactly once, each batch is in FIFO order, and a consumer that
+/// finds the token held gets `Busy` instead of waiting.
+#[test]
+fn two_consumers_take_batches_while_a_producer_pushes() {
+    loom::model(|| {
+        let global = Arc::new(GlobalQueue::new());
+        global.push(0);
+        let producer = {
+            let global = Arc::clone(&global);
+            thread::spawn(move || {
+                global.push(1);
+                global.push(2);
+            })
+        };
+        let consumer = {
+            let global = Arc::clone(&global);
+            thread::spawn(move || {
+                let mut batch = Vec::new();
+                let take = global.take_batch(|i| batch.push(i));
+                let mut got = Vec::new();
+                collect(take, batch, &mut got);
+                got
+            })
+        };
+        let mut batch = Vec::new();
+        let take = global.take_batch(|i| batch.push(i));
+        let mut mine = Vec::new();
+        collect(take, batch, &mut mine);
+
+        producer.join().unwrap();
+        let theirs = consumer.join().unwrap();
+        for got in [&mine, &theirs] {
+            assert!(
+                got.windows(2).all(|w| w[0] < w[1]),
+                "batch out of order: {got:?}"
+            );
+        }
+        let mut all: Vec<u32> = mine.into_iter().chain(theirs).collect();
+        // No take is running now, so nothing is Busy and nothing mid-link.
+        while let Some(i) = global.take_one().first() {
+            all.push(i);
+        }
+        all.sort_unstable();
+        assert_eq!(all, [0, 1, 2]);
+    });
+}
+
+/// Items nobody took are dropped with the queue, and taken ones are not
+/// dropped again (loom reports leaked `Arc`s; `strong_count` catches a
+/// double drop).
+#[test]
+fn dropping_the_global_queue_drops_untaken_items_once() {
+    loom::model(|| {
+        let token = Arc::new(());
+        let global = Arc::new(GlobalQueue::new());
+        let producer = {
+            let (global, token) = (global.clone(), token.clone());
+            thread::spawn(move || {
+                global.push(token.clone());
+                global.push(token);
+            })
+        };
+        let mut taken = Vec::new();
+        let first = global.take_batch(|t| taken.push(t)).first();
+        producer.join().unwrap();
+        drop(Arc::try_unwrap(global).expect("the producer's handle was dropped"));
+        let held = taken.len() + usize::from(first.is_some());
+        assert_eq!(Arc::strong_count(&token), 1 + held);
+    });
+}

@@ -1,0 +1,211 @@
+//! Unit tests for [`Queue`]; small enough for Miri.
+
+use super::*;
+use std::cell::Cell;
+use std::rc::Rc;
+
+/// Counts its drops in a shared cell.
+struct Counted(Rc<Cell<usize>>);
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.set(self.0.get() + 1);
+    }
+}
+
+#[test]
+fn fifo_single_thread() {
+    let q = Queue::new();
+    for i in 0..100 {
+        q.push(i);
+    }
+    for i in 0..100 {
+        // SAFETY: single consumer.
+        assert_eq!(unsafe { q.pop() }, Some(i));
+    }
+    // SAFETY: single consumer.
+    assert_eq!(unsafe { q.try_pop() }, Err(TryPopError::Empty));
+    assert!(q.is_empty());
+}
+
+#[test]
+fn interleaved_push_pop_reuses_nodes() {
+    // More rounds than SPARE_MAX so publish, reuse, give-back and the
+    // full-spare free path all run.
+    let q = Queue::new();
+    let mut next_out = 0;
+    for round in 0..40 {
+        for i in 0..(round * 7 % 50) {
+            q.push(round * 1000 + i);
+        }
+        for i in 0..(round * 7 % 50) {
+            // SAFETY: single consumer.
+            assert_eq!(unsafe { q.pop() }, Some(round * 1000 + i));
+            next_out += 1;
+        }
+        assert!(q.is_empty());
+    }
+    assert!(next_out > node::SPARE_MAX);
+}
+
+#[test]
+fn mid_link_push_is_not_empty_but_not_poppable() {
+    let q = Queue::new();
+    q.push(1);
+    let pending = q.push_mid_link(2);
+    q.push(3); // links to the pending node, which is not linked itself yet
+               // SAFETY: single consumer.
+    unsafe {
+        assert_eq!(q.pop(), Some(1));
+        assert_eq!(q.try_pop(), Err(TryPopError::Inconsistent));
+        assert_eq!(q.pop(), None);
+    }
+    assert!(!q.is_empty());
+    pending.link();
+    // SAFETY: single consumer.
+    unsafe {
+        assert_eq!(q.pop(), Some(2));
+        assert_eq!(q.pop(), Some(3));
+        assert_eq!(q.try_pop(), Err(TryPopError::Empty));
+    }
+}
+
+#[test]
+fn mid_link_on_empty_queue() {
+    let q = Queue::new();
+    let pending = q.push_mid_link("x");
+    assert!(!q.is_empty());
+    // SAFETY: single consumer.
+    assert_eq!(unsafe { q.try_pop() }, Err(TryPopError::Inconsistent));
+    drop(pending); // dropping links too
+                   // SAFETY: single consumer.
+    assert_eq!(unsafe { q.pop() }, Some("x"));
+}
+
+#[test]
+fn drop_drops_every_remaining_item_once() {
+    let drops = Rc::new(Cell::new(0));
+    let q = Queue::new();
+    for _ in 0..10 {
+        q.push(Counted(Rc::clone(&drops)));
+    }
+    for _ in 0..4 {
+        // SAFETY: single consumer.
+        drop(unsafe { q.pop() });
+    }
+    assert_eq!(drops.get(), 4);
+    drop(q);
+    assert_eq!(drops.get(), 10);
+}
+
+#[test]
+fn popped_items_are_not_dropped_by_the_queue() {
+    let drops = Rc::new(Cell::new(0));
+    let q = Queue::new();
+    q.push(Counted(Rc::clone(&drops)));
+    // SAFETY: single consumer.
+    let item = unsafe { q.pop() }.unwrap();
+    drop(q);
+    assert_eq!(drops.get(), 0);
+    drop(item);
+    assert_eq!(drops.get(), 1);
+}
+
+#[test]
+fn debug_does_not_need_debug_items() {
+    struct Opaque;
+    let q = Queue::new();
+    q.push(Opaque);
+    assert_eq!(format!("{q:?}"), "Queue { is_empty: false, .. }");
+}
+
+#[test]
+fn zero_sized_items() {
+    let q = Queue::new();
+    q.push(());
+    q.push(());
+    // SAFETY: single consumer.
+    unsafe {
+        assert_eq!(q.pop(), Some(()));
+        assert_eq!(q.pop(), Some(()));
+        assert_eq!(q.pop(), None);
+    }
+}
+
+#[test]
+fn two_producers_keep_their_order() {
+    let n: usize = if cfg!(miri) { 50 } else { 20_000 };
+    let q = std::sync::Arc::new(Queue::new());
+    let handles: Vec<_> = (0..2)
+        .map(|p| {
+            let q = std::sync::Arc::clone(&q);
+            std::thread::spawn(move || (0..n).for_each(|i| q.push((p, i))))
+        })
+        .collect();
+    let mut next = [0usize; 2];
+    while next != [n, n] {
+        // SAFETY: this thread is the only consumer.
+        match unsafe { q.pop() } {
+            Some((p, i)) => {
+                assert_eq!(i, next[p], "producer {p} out of order");
+                next[p] += 1;
+            }
+            None => std::thread::yield_now(),
+        }
+    }
+    handles.into_iter().for_each(|h| h.join().unwrap());
+    assert!(q.is_empty());
+}
+
+#[test]
+fn producer_handle_reuses_nodes_and_keeps_order() {
+    let q = Queue::new();
+    let mut expected = 0;
+    for round in 0..30 {
+        let mut tx = q.producer();
+        for i in 0..(round * 11 % 70) {
+            tx.push(round * 1000 + i);
+            if i % 3 == 0 {
+                q.push(round * 1000 + i + 500); // plain pushes mixed in
+            }
+        }
+        drop(tx); // gives its spare chain back (or frees it)
+                  // SAFETY: single consumer.
+        let got: Vec<_> = std::iter::from_fn(|| unsafe { q.pop() }).collect();
+        let mine: Vec<_> = got.iter().copied().filter(|v| v % 1000 < 500).collect();
+        assert_eq!(
+            mine,
+            (0..(round * 11 % 70))
+                .map(|i| round * 1000 + i)
+                .collect::<Vec<_>>()
+        );
+        expected += got.len();
+    }
+    assert!(expected > node::SPARE_MAX);
+}
+
+#[test]
+fn producer_handles_on_two_threads() {
+    let n: usize = if cfg!(miri) { 80 } else { 20_000 };
+    let q = Queue::new();
+    std::thread::scope(|s| {
+        for p in 0..2 {
+            let q = &q;
+            s.spawn(move || {
+                let mut tx = q.producer();
+                (0..n).for_each(|i| tx.push((p, i)));
+            });
+        }
+        let mut next = [0usize; 2];
+        while next != [n, n] {
+            // SAFETY: this thread is the only consumer.
+            match unsafe { q.pop() } {
+                Some((p, i)) => {
+                    assert_eq!(i, next[p]);
+                    next[p] += 1;
+                }
+                None => std::thread::yield_now(),
+            }
+        }
+    });
+}

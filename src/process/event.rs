@@ -1,0 +1,83 @@
+//! What a process receives: [`Event`], and why it may be cancelled.
+
+use super::Process;
+use core::fmt;
+use std::error::Error;
+
+/// One thing that happened to a process since its last step.
+pub enum Event<P: Process> {
+    /// A command the process yielded has completed.
+    Completion {
+        /// The tag the process gave the command when it yielded it.
+        tag: u64,
+        /// The handler's reply, or why there is none.
+        result: Result<P::Reply, CommandError>,
+    },
+    /// A message sent to this process's [`Pid`](super::Pid).
+    Message(P::Message),
+    /// The process is asked to stop. On [`Cancel::Shutdown`] it may still
+    /// finish its work and return [`Status::Done`](super::Status::Done)
+    /// before the shutdown timeout; after a [`Cancel::Terminate`] this step
+    /// is its last, whatever status it returns.
+    Cancel(Cancel),
+}
+
+impl<P: Process> fmt::Debug for Event<P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Event::Completion { tag, result } => f
+                .debug_struct("Completion")
+                .field("tag", tag)
+                .field("ok", &result.is_ok())
+                .finish_non_exhaustive(),
+            Event::Message(_) => f.write_str("Message(..)"),
+            Event::Cancel(why) => f.debug_tuple("Cancel").field(why).finish(),
+        }
+    }
+}
+
+/// Why a process is being cancelled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Cancel {
+    /// The scheduler is shutting down.
+    Shutdown,
+    /// [`Scheduler::terminate`](crate::sched::Scheduler::terminate) was
+    /// called for this process.
+    Terminate,
+}
+
+/// Why a yielded command has no reply.
+#[derive(Debug)]
+pub enum CommandError {
+    /// No handler is registered for the command's kind.
+    UnknownCommand(&'static str),
+    /// The handler failed, or completed with an error.
+    Failed(Box<dyn Error + Send + Sync>),
+    /// The handler panicked while taking the command.
+    Panicked(String),
+    /// The handler dropped its [`Completer`](crate::sched::Completer)
+    /// without completing.
+    Dropped,
+}
+
+impl fmt::Display for CommandError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CommandError::UnknownCommand(kind) => {
+                write!(f, "no handler is registered for command kind {kind:?}")
+            }
+            CommandError::Failed(e) => write!(f, "command failed: {e}"),
+            CommandError::Panicked(msg) => write!(f, "command handler panicked: {msg}"),
+            CommandError::Dropped => f.write_str("command handler dropped its completer"),
+        }
+    }
+}
+
+impl Error for CommandError {
+    fn source(&self) -> Option<&(dyn Error + 'static)> {
+        match self {
+            CommandError::Failed(e) => Some(&**e),
+            _ => None,
+        }
+    }
+}

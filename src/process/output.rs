@@ -1,0 +1,189 @@
+//! [`StepOutput`]: what a step asks of the scheduler, and its [`Status`].
+
+use super::{Pid, Process, ProcessError};
+use core::fmt;
+
+/// How a process wants to go on after a step.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Status<O> {
+    /// Run me again soon, after the work already waiting (like Go's
+    /// `Gosched`): a process that always continues cannot starve others.
+    Continue,
+    /// I yielded commands: wake me when one completes. Messages that arrive
+    /// meanwhile are kept for my next step but do not wake me.
+    Wait,
+    /// Wake me when a message (or a completion) arrives.
+    Idle,
+    /// I am finished, with this result. `close` runs next.
+    Done(O),
+}
+
+/// Reserves a PID for a child, runs its `init` and parks it until the step
+/// ends. Implemented by the scheduler; a trait object here keeps the process
+/// model free of scheduler types.
+pub(crate) trait Spawner<P: Process> {
+    fn spawn(&self, process: P, method: &str, input: P::Input) -> Result<Pid, SpawnError<P>>;
+}
+
+/// The side effects a step collects, in buffers the worker reuses.
+pub(crate) struct Effects<P: Process> {
+    pub(crate) commands: Vec<(u64, P::Command)>,
+    pub(crate) sends: Vec<(Pid, P::Message)>,
+    pub(crate) spawned: Vec<Pid>,
+}
+
+impl<P: Process> Effects<P> {
+    pub(crate) fn new() -> Self {
+        Effects {
+            commands: Vec::new(),
+            sends: Vec::new(),
+            spawned: Vec::new(),
+        }
+    }
+}
+
+/// What a step writes: commands to dispatch, messages to send, children to
+/// spawn, and its [`Status`].
+///
+/// Everything takes effect right after the step returns, on the same worker:
+/// children are queued first, then messages are delivered in the order they
+/// were written, then commands are dispatched. A process woken by one of
+/// these messages runs next on this worker (like Go's `runnext`), so a
+/// request and its reply stay in one core's cache.
+///
+/// If a step sets no status, it is [`Status::Wait`] when the step yielded
+/// commands and [`Status::Idle`] otherwise.
+pub struct StepOutput<'a, P: Process> {
+    pub(crate) pid: Pid,
+    pub(crate) status: Option<Status<P::Output>>,
+    pub(crate) effects: &'a mut Effects<P>,
+    pub(crate) spawner: &'a dyn Spawner<P>,
+}
+
+impl<'a, P: Process> StepOutput<'a, P> {
+    pub(crate) fn new(pid: Pid, effects: &'a mut Effects<P>, spawner: &'a dyn Spawner<P>) -> Self {
+        StepOutput {
+            pid,
+            status: None,
+            effects,
+            spawner,
+        }
+    }
+
+    /// The PID of the process being stepped.
+    pub fn pid(&self) -> Pid {
+        self.pid
+    }
+
+    /// Yields `command` to the handler registered for its
+    /// [kind](super::Command::kind). Its completion comes back as an
+    /// [`Event::Completion`](super::Event::Completion) carrying `tag`.
+    pub fn yield_command(&mut self, tag: u64, command: P::Command) {
+        self.effects.commands.push((tag, command));
+    }
+
+    /// Sends `message` to `to` after the step. If `to` cannot take it
+    /// (unknown, finished), the scheduler reports it as undelivered (see
+    /// `Builder::on_undelivered`) with the message.
+    pub fn send(&mut self, to: Pid, message: P::Message) {
+        self.effects.sends.push((to, message));
+    }
+
+    /// Creates a child process: runs its `init(method, input)` now, on this
+    /// worker, and queues it when the step ends. Returns the child's PID,
+    /// which this step may already [`send`](Self::send) to.
+    ///
+    /// # Errors
+    ///
+    /// [`SpawnError`] hands the child back if the scheduler is stopping or
+    /// full, or reports the error or panic of its `init`.
+    pub fn spawn(
+        &mut self,
+        process: P,
+        method: &str,
+        input: P::Input,
+    ) -> Result<Pid, SpawnError<P>> {
+        let pid = self.spawner.spawn(process, method, input)?;
+        self.effects.spawned.push(pid);
+        Ok(pid)
+    }
+
+    /// Sets the status (the last call wins).
+    pub fn set_status(&mut self, status: Status<P::Output>) {
+        self.status = Some(status);
+    }
+
+    /// Shorthand for `set_status(Status::Done(output))`.
+    pub fn done(&mut self, output: P::Output) {
+        self.set_status(Status::Done(output));
+    }
+
+    /// The status this step has set so far.
+    pub fn status(&self) -> Option<&Status<P::Output>> {
+        self.status.as_ref()
+    }
+
+    /// The status the scheduler will apply (see the type docs for the
+    /// default).
+    pub(crate) fn take_status(&mut self) -> Status<P::Output> {
+        match self.status.take() {
+            Some(status) => status,
+            None if self.effects.commands.is_empty() => Status::Idle,
+            None => Status::Wait,
+        }
+    }
+}
+
+impl<P: Process> fmt::Debug for StepOutput<'_, P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StepOutput")
+            .field("pid", &self.pid)
+            .field("commands", &self.effects.commands.len())
+            .field("sends", &self.effects.sends.len())
+            .field("spawned", &self.effects.spawned)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why a process could not be created; the process comes back when it was
+/// never initialised.
+pub enum SpawnError<P: Process> {
+    /// The scheduler is shutting down or stopped.
+    ShuttingDown(P),
+    /// The scheduler holds its maximum number of live processes.
+    AtCapacity(P),
+    /// The process's `init` failed or panicked; it was not started and
+    /// `close` was not called.
+    Init(P, ProcessError<P::Error>),
+}
+
+impl<P: Process> SpawnError<P> {
+    /// The process that was refused.
+    pub fn into_process(self) -> P {
+        match self {
+            SpawnError::ShuttingDown(p) | SpawnError::AtCapacity(p) | SpawnError::Init(p, _) => p,
+        }
+    }
+}
+
+impl<P: Process> fmt::Debug for SpawnError<P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SpawnError::ShuttingDown(_) => f.write_str("ShuttingDown(..)"),
+            SpawnError::AtCapacity(_) => f.write_str("AtCapacity(..)"),
+            SpawnError::Init(_, e) => f.debug_tuple("Init").field(&"..").field(e).finish(),
+        }
+    }
+}
+
+impl<P: Process> fmt::Display for SpawnError<P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SpawnError::ShuttingDown(_) => f.write_str("the scheduler is shutting down"),
+            SpawnError::AtCapacity(_) => f.write_str("the scheduler is at its process limit"),
+            SpawnError::Init(_, e) => write!(f, "process init failed: {e}"),
+        }
+    }
+}
+
+impl<P: Process> std::error::Error for SpawnError<P> {}

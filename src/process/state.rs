@@ -1,0 +1,438 @@
+//! The per-process state word: lifecycle, wakeup bits and generation in one
+//! `AtomicU64`, changed only by CAS.
+//!
+//! ```text
+//!  63                32 31      7     6       5        4       3     2..0
+//! ┌──────────────────┬─────────┬──────┬─────────┬────────┬──────┬─────────┐
+//! │    generation    │ (zero)  │CLOSE │TERMINATE│MESSAGED│WOKEN │lifecycle│
+//! └──────────────────┴─────────┴──────┴─────────┴────────┴──────┴─────────┘
+//! ```
+//!
+//! - *lifecycle* ([`Lifecycle`]) is changed by the party the transition
+//!   belongs to: the worker that holds the process (start, end of step,
+//!   complete), the notifier that wakes a waiting one, the table (free,
+//!   reuse).
+//! - `WOKEN`: a completion or cancel arrived while Running. Set by
+//!   notifiers, cleared when the next step starts. Wakes `Wait` and `Idle`.
+//! - `MESSAGED`: a message arrived while Running. Wakes only `Idle`.
+//! - `TERMINATE`: terminate was requested. Once set it is never unset for
+//!   this generation.
+//! - `CLOSE`: terminate found the process waiting, so it is closed without
+//!   another step. Never unset for this generation.
+//! - *generation*: bumped when the slot is freed, so operations carrying an
+//!   older generation (a stale PID) fail instead of touching a newer process.
+//!
+//! Every change is a CAS on the whole word, so transitions by notifiers and
+//! by the running worker are totally ordered: either the notifier's CAS comes
+//! first and the worker's end-of-step transition sees its bit, or the
+//! worker's comes first and the notifier sees Blocked/Idle and queues the
+//! process itself. Exactly one of them queues it (the exactly-once re-queue
+//! guarantee); no fence is needed beyond each CAS's AcqRel.
+
+use crate::sync::{AtomicU64, Ordering};
+use core::fmt;
+
+const LIFECYCLE: u64 = 0b111;
+const WOKEN: u64 = 1 << 3;
+const MESSAGED: u64 = 1 << 4;
+const TERMINATE: u64 = 1 << 5;
+const CLOSE: u64 = 1 << 6;
+const GENERATION_SHIFT: u32 = 32;
+
+/// Where a process is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Lifecycle {
+    /// Waiting for a message (or a completion).
+    Idle = 0,
+    /// Waiting for a completion of a command it yielded.
+    Blocked = 1,
+    /// In a run queue (queued exactly once).
+    Ready = 2,
+    /// A worker is stepping it.
+    Running = 3,
+    /// Finished; its slot is about to be freed.
+    Complete = 4,
+    /// The slot holds no process.
+    Free = 5,
+}
+
+impl Lifecycle {
+    fn from_bits(bits: u64) -> Lifecycle {
+        match bits & LIFECYCLE {
+            0 => Lifecycle::Idle,
+            1 => Lifecycle::Blocked,
+            2 => Lifecycle::Ready,
+            3 => Lifecycle::Running,
+            4 => Lifecycle::Complete,
+            5 => Lifecycle::Free,
+            other => unreachable!("state word: invalid lifecycle {other}"),
+        }
+    }
+}
+
+/// A value read from a [`StateWord`].
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct Snapshot(u64);
+
+impl Snapshot {
+    /// The lifecycle state.
+    pub fn lifecycle(self) -> Lifecycle {
+        Lifecycle::from_bits(self.0)
+    }
+
+    /// The slot generation.
+    pub fn generation(self) -> u32 {
+        (self.0 >> GENERATION_SHIFT) as u32
+    }
+
+    /// Whether a completion or cancel arrived during the current step.
+    pub fn is_woken(self) -> bool {
+        self.0 & WOKEN != 0
+    }
+
+    /// Whether a message arrived during the current step.
+    pub fn is_messaged(self) -> bool {
+        self.0 & MESSAGED != 0
+    }
+
+    /// Whether terminate was requested.
+    pub fn is_terminating(self) -> bool {
+        self.0 & TERMINATE != 0
+    }
+
+    fn with_lifecycle(self, lifecycle: Lifecycle) -> u64 {
+        (self.0 & !LIFECYCLE) | lifecycle as u64
+    }
+}
+
+impl fmt::Debug for Snapshot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Snapshot")
+            .field("lifecycle", &self.lifecycle())
+            .field("generation", &self.generation())
+            .field("woken", &self.is_woken())
+            .field("messaged", &self.is_messaged())
+            .field("terminating", &self.is_terminating())
+            .finish()
+    }
+}
+
+/// What kind of event a notifier delivers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wake {
+    /// A command completion or a cancel: wakes `Blocked` and `Idle`.
+    Completion,
+    /// A message: wakes only `Idle`.
+    Message,
+}
+
+/// What the notifier must do after [`StateWord::notify`].
+#[must_use]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Notify {
+    /// The process went from waiting to Ready: the notifier must queue it.
+    Schedule,
+    /// Nothing: it is queued or running (a wakeup bit was left), or it is
+    /// blocked and the event does not wake it.
+    Nothing,
+    /// The process has completed.
+    Finished,
+    /// The slot now holds another generation: the PID is stale.
+    Stale,
+}
+
+/// How a step begins, from [`StateWord::start`].
+#[must_use]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Start {
+    /// Run a step; `last` if terminate was requested (this step is its last).
+    Step {
+        /// Terminate was requested before the step: close after it.
+        last: bool,
+    },
+    /// Terminate found the process waiting: close it without a step.
+    Close,
+}
+
+/// What the process asked for at the end of a step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Park {
+    /// Run again after the work already waiting.
+    Continue,
+    /// Wait for a completion.
+    Wait,
+    /// Wait for a message or a completion.
+    Idle,
+}
+
+/// What the worker must do after [`StateWord::end_step`].
+#[must_use]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AfterStep {
+    /// The process is Ready again: the worker must queue it.
+    Requeue,
+    /// The process is waiting; whoever wakes it will queue it.
+    Parked,
+    /// Terminate arrived during the step and the process wanted to wait:
+    /// close it now.
+    Close,
+}
+
+/// The atomic state word of one process slot. See the [module docs](self).
+pub struct StateWord(AtomicU64);
+
+impl StateWord {
+    /// A free slot of generation 0.
+    pub fn new() -> Self {
+        StateWord(AtomicU64::new(Lifecycle::Free as u64))
+    }
+
+    /// Reads the word.
+    pub fn load(&self) -> Snapshot {
+        // Acquire: pairs with the Release half of the last CAS, so a caller
+        // that sees e.g. Complete also sees what happened before it.
+        Snapshot(self.0.load(Ordering::Acquire))
+    }
+
+    /// Runs `f` on the current value until its CAS succeeds or `f` declines
+    /// (returns no new value); returns `f`'s verdict.
+    fn update<R>(&self, mut f: impl FnMut(Snapshot) -> (Option<u64>, R)) -> R {
+        let mut current = self.load();
+        loop {
+            let (next, verdict) = f(current);
+            let Some(next) = next else { return verdict };
+            // AcqRel: Release publishes what the caller did before (an event
+            // pushed, a process stored) to the party whose later CAS or load
+            // reads this value; Acquire makes the other side's earlier work
+            // visible to us. Acquire on failure: we retry with that value.
+            match self
+                .0
+                .compare_exchange_weak(current.0, next, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => return verdict,
+                Err(actual) => current = Snapshot(actual),
+            }
+        }
+    }
+
+    /// Free -> Ready for a new process; returns the generation of its PID.
+    ///
+    /// # Panics
+    ///
+    /// If the slot is not free (the table's free list is broken).
+    pub fn activate(&self) -> u32 {
+        self.update(|s| {
+            assert_eq!(
+                s.lifecycle(),
+                Lifecycle::Free,
+                "state word: activate a used slot"
+            );
+            (Some(s.with_lifecycle(Lifecycle::Ready)), s.generation())
+        })
+    }
+
+    /// Delivers a wakeup of `kind` to the process of `generation`, after its
+    /// event has been pushed onto the process's queue.
+    pub fn notify(&self, generation: u32, kind: Wake) -> Notify {
+        self.update(|s| {
+            if s.generation() != generation {
+                return (None, Notify::Stale);
+            }
+            match (s.lifecycle(), kind) {
+                (Lifecycle::Idle, _) | (Lifecycle::Blocked, Wake::Completion) => {
+                    (Some(s.with_lifecycle(Lifecycle::Ready)), Notify::Schedule)
+                }
+                (Lifecycle::Running, Wake::Completion) if !s.is_woken() => {
+                    (Some(s.0 | WOKEN), Notify::Nothing)
+                }
+                (Lifecycle::Running, Wake::Message) if !s.is_messaged() => {
+                    (Some(s.0 | MESSAGED), Notify::Nothing)
+                }
+                (Lifecycle::Complete, _) | (Lifecycle::Free, _) => (None, Notify::Finished),
+                _ => (None, Notify::Nothing),
+            }
+        })
+    }
+
+    /// Requests termination of the process of `generation`: a waiting
+    /// process becomes Ready to be closed (the caller must queue it); a
+    /// queued or running one takes one more step, with a cancel event.
+    pub fn terminate(&self, generation: u32) -> Notify {
+        self.update(|s| {
+            if s.generation() != generation {
+                return (None, Notify::Stale);
+            }
+            match s.lifecycle() {
+                _ if s.is_terminating() => (None, Notify::Nothing),
+                Lifecycle::Idle | Lifecycle::Blocked => (
+                    Some(s.with_lifecycle(Lifecycle::Ready) | TERMINATE | CLOSE),
+                    Notify::Schedule,
+                ),
+                Lifecycle::Ready | Lifecycle::Running => {
+                    (Some(s.0 | TERMINATE | WOKEN), Notify::Nothing)
+                }
+                Lifecycle::Complete | Lifecycle::Free => (None, Notify::Finished),
+            }
+        })
+    }
+
+    /// Ready -> Running, clearing the wakeup bits; by the worker that took
+    /// the process from a run queue.
+    ///
+    /// # Panics
+    ///
+    /// If the process is not Ready (it was queued twice).
+    pub fn start(&self) -> Start {
+        self.update(|s| {
+            assert_eq!(
+                s.lifecycle(),
+                Lifecycle::Ready,
+                "state word: start of a process not Ready"
+            );
+            let verdict = if s.0 & CLOSE != 0 {
+                Start::Close
+            } else {
+                Start::Step {
+                    last: s.is_terminating(),
+                }
+            };
+            let next = s.with_lifecycle(Lifecycle::Running) & !(WOKEN | MESSAGED);
+            (Some(next), verdict)
+        })
+    }
+
+    /// Running -> Ready, Blocked or Idle at the end of a step, honouring the
+    /// wakeup bits set while it ran.
+    pub fn end_step(&self, park: Park) -> AfterStep {
+        self.update(|s| {
+            debug_assert_eq!(s.lifecycle(), Lifecycle::Running);
+            let woken = match park {
+                Park::Continue => true,
+                Park::Wait => s.is_woken(),
+                Park::Idle => s.is_woken() || s.is_messaged(),
+            };
+            if s.is_terminating() && park != Park::Continue {
+                (Some(s.with_lifecycle(Lifecycle::Running)), AfterStep::Close)
+            } else if woken {
+                (Some(s.with_lifecycle(Lifecycle::Ready)), AfterStep::Requeue)
+            } else {
+                let state = if park == Park::Wait {
+                    Lifecycle::Blocked
+                } else {
+                    Lifecycle::Idle
+                };
+                (Some(s.with_lifecycle(state)), AfterStep::Parked)
+            }
+        })
+    }
+
+    /// Running -> Complete. Later notifiers get [`Notify::Finished`].
+    pub fn complete(&self) {
+        self.update(|s| {
+            debug_assert_eq!(s.lifecycle(), Lifecycle::Running);
+            (Some(s.with_lifecycle(Lifecycle::Complete)), ())
+        })
+    }
+
+    /// Complete -> Free, bumping the generation; by the worker that closed
+    /// the process, after it drained the event queue.
+    pub fn free(&self) {
+        self.update(|s| {
+            debug_assert_eq!(s.lifecycle(), Lifecycle::Complete);
+            let generation = u64::from(s.generation().wrapping_add(1));
+            (
+                Some(generation << GENERATION_SHIFT | Lifecycle::Free as u64),
+                (),
+            )
+        })
+    }
+}
+
+impl Default for StateWord {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Debug for StateWord {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.load().fmt(f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn running() -> (StateWord, u32) {
+        let word = StateWord::new();
+        let generation = word.activate();
+        assert_eq!(word.start(), Start::Step { last: false });
+        (word, generation)
+    }
+
+    #[test]
+    fn completion_while_running_requeues_once() {
+        let (word, g) = running();
+        assert_eq!(word.notify(g, Wake::Completion), Notify::Nothing);
+        assert_eq!(word.notify(g, Wake::Completion), Notify::Nothing);
+        assert_eq!(word.end_step(Park::Wait), AfterStep::Requeue);
+        assert_eq!(word.load().lifecycle(), Lifecycle::Ready);
+        // Queued already: further events do not queue it again.
+        assert_eq!(word.notify(g, Wake::Completion), Notify::Nothing);
+    }
+
+    #[test]
+    fn message_wakes_idle_but_not_blocked() {
+        let (word, g) = running();
+        assert_eq!(word.end_step(Park::Wait), AfterStep::Parked);
+        assert_eq!(word.notify(g, Wake::Message), Notify::Nothing);
+        assert_eq!(word.notify(g, Wake::Completion), Notify::Schedule);
+        let _ = word.start();
+        assert_eq!(word.end_step(Park::Idle), AfterStep::Parked);
+        assert_eq!(word.notify(g, Wake::Message), Notify::Schedule);
+    }
+
+    #[test]
+    fn message_during_step_wakes_only_an_idle_end() {
+        let (word, g) = running();
+        assert_eq!(word.notify(g, Wake::Message), Notify::Nothing);
+        assert_eq!(word.end_step(Park::Wait), AfterStep::Parked);
+        let (word, g) = running();
+        assert_eq!(word.notify(g, Wake::Message), Notify::Nothing);
+        assert_eq!(word.end_step(Park::Idle), AfterStep::Requeue);
+    }
+
+    #[test]
+    fn stale_generation_is_refused_after_free() {
+        let (word, g) = running();
+        word.complete();
+        assert_eq!(word.notify(g, Wake::Message), Notify::Finished);
+        word.free();
+        assert_eq!(word.notify(g, Wake::Message), Notify::Stale);
+        let g2 = word.activate();
+        assert_eq!(g2, g + 1);
+        assert_eq!(word.terminate(g), Notify::Stale);
+    }
+
+    #[test]
+    fn terminate_waiting_closes_without_step() {
+        let (word, g) = running();
+        assert_eq!(word.end_step(Park::Idle), AfterStep::Parked);
+        assert_eq!(word.terminate(g), Notify::Schedule);
+        assert_eq!(word.terminate(g), Notify::Nothing);
+        assert_eq!(word.start(), Start::Close);
+    }
+
+    #[test]
+    fn terminate_running_gives_one_last_step() {
+        let (word, g) = running();
+        assert_eq!(word.terminate(g), Notify::Nothing);
+        assert_eq!(word.end_step(Park::Wait), AfterStep::Close);
+        let (word, g) = running();
+        assert_eq!(word.terminate(g), Notify::Nothing);
+        assert_eq!(word.end_step(Park::Continue), AfterStep::Requeue);
+        assert_eq!(word.start(), Start::Step { last: true });
+    }
+}

@@ -1,0 +1,201 @@
+//! [`Builder`]: configures and starts a [`Scheduler`].
+
+use super::handler::{Completer, Handlers};
+use super::shared::{Config, Hooks};
+use super::Scheduler;
+use crate::process::{Event, Outcome, Pid, Process};
+use core::fmt;
+use std::io;
+
+/// Configures a [`Scheduler`]; made by [`Scheduler::builder`].
+///
+/// ```
+/// # use stepsched::process::{Event, NoCommand, Process, StepOutput};
+/// # struct Job;
+/// # impl Process for Job {
+/// #     type Input = (); type Message = (); type Command = NoCommand;
+/// #     type Reply = (); type Output = (); type Error = ();
+/// #     fn init(&mut self, _: &str, _: ()) -> Result<(), ()> { Ok(()) }
+/// #     fn step(&mut self, _: &mut Vec<Event<Self>>, out: &mut StepOutput<'_, Self>) -> Result<(), ()> {
+/// #         out.done(()); Ok(())
+/// #     }
+/// # }
+/// use stepsched::sched::Scheduler;
+///
+/// let scheduler = Scheduler::<Job>::builder()
+///     .workers(2)
+///     .thread_name(|i| format!("vm-worker-{i}"))
+///     .max_processes(100_000)
+///     .build()
+///     .expect("threads start");
+/// assert_eq!(scheduler.workers(), 2);
+/// ```
+pub struct Builder<P: Process> {
+    workers: Option<usize>,
+    thread_name: Box<dyn Fn(usize) -> String + Send + Sync>,
+    stack_size: Option<usize>,
+    global_queue_interval: u32,
+    spin_tight: u32,
+    park_after: u32,
+    max_processes: Option<usize>,
+    handlers: Handlers<P>,
+    hooks: Hooks<P>,
+}
+
+impl<P: Process> Builder<P> {
+    pub(crate) fn new() -> Self {
+        Builder {
+            workers: None,
+            thread_name: Box::new(|i| format!("stepsched-{i}")),
+            stack_size: None,
+            global_queue_interval: 61,
+            spin_tight: 4,
+            park_after: 16,
+            max_processes: None,
+            handlers: Handlers::new(),
+            hooks: Hooks {
+                on_thread_start: None,
+                on_thread_stop: None,
+                on_park: None,
+                on_unpark: None,
+                on_complete: None,
+                on_undelivered: None,
+            },
+        }
+    }
+
+    /// The number of worker threads (at least 1). Default:
+    /// [`std::thread::available_parallelism`], which honours CPU affinity
+    /// and cgroup limits.
+    pub fn workers(mut self, workers: usize) -> Self {
+        self.workers = Some(workers.max(1));
+        self
+    }
+
+    /// Names worker threads (default `stepsched-{index}`).
+    pub fn thread_name(mut self, name: impl Fn(usize) -> String + Send + Sync + 'static) -> Self {
+        self.thread_name = Box::new(name);
+        self
+    }
+
+    /// The stack size of worker threads, in bytes (default: std's).
+    pub fn stack_size(mut self, bytes: usize) -> Self {
+        self.stack_size = Some(bytes);
+        self
+    }
+
+    /// Runs on each worker thread as it starts, with the worker's index.
+    pub fn on_thread_start(mut self, f: impl Fn(usize) + Send + Sync + 'static) -> Self {
+        self.hooks.on_thread_start = Some(Box::new(f));
+        self
+    }
+
+    /// Runs on each worker thread as it stops, with the worker's index.
+    pub fn on_thread_stop(mut self, f: impl Fn(usize) + Send + Sync + 'static) -> Self {
+        self.hooks.on_thread_stop = Some(Box::new(f));
+        self
+    }
+
+    /// Runs on a worker thread just before it parks.
+    pub fn on_park(mut self, f: impl Fn(usize) + Send + Sync + 'static) -> Self {
+        self.hooks.on_park = Some(Box::new(f));
+        self
+    }
+
+    /// Runs on a worker thread just after it wakes from a park.
+    pub fn on_unpark(mut self, f: impl Fn(usize) + Send + Sync + 'static) -> Self {
+        self.hooks.on_unpark = Some(Box::new(f));
+        self
+    }
+
+    /// Every `ticks`-th time a worker looks for work, it checks the global
+    /// queue first (default 61, Go's number: a prime, so the check does not
+    /// fall into step with periodic workloads, and large enough that the
+    /// check's cost, one atomic load, vanishes).
+    pub fn global_queue_interval(mut self, ticks: u32) -> Self {
+        self.global_queue_interval = ticks.max(1);
+        self
+    }
+
+    /// An idle worker spins with a CPU pause for rounds below `spin_tight`,
+    /// yields its thread for rounds below `park_after`, and parks at
+    /// `park_after` (defaults 4 and 16: about 1 µs of pausing, then roughly
+    /// 12 scheduler yields, ~10-50 µs, before a park that costs a futex wake
+    /// of ~5-20 µs to undo).
+    pub fn spin_thresholds(mut self, spin_tight: u32, park_after: u32) -> Self {
+        self.spin_tight = spin_tight;
+        self.park_after = park_after.max(1);
+        self
+    }
+
+    /// The most processes alive at once; submits beyond it are refused
+    /// with the process handed back. Default: no limit.
+    pub fn max_processes(mut self, limit: usize) -> Self {
+        self.max_processes = Some(limit);
+        self
+    }
+
+    /// Registers `handler` for commands of `kind`. It runs on the worker
+    /// right after the step that yielded the command, and must not block:
+    /// hand slow work to another thread and complete from there.
+    pub fn handler(
+        mut self,
+        kind: &'static str,
+        handler: impl Fn(P::Command, Completer<P>) + Send + Sync + 'static,
+    ) -> Self {
+        self.handlers.insert(kind, Box::new(handler));
+        self
+    }
+
+    /// Runs on the worker whenever a process ends, with its outcome.
+    pub fn on_complete(mut self, f: impl Fn(Pid, &Outcome<P>) + Send + Sync + 'static) -> Self {
+        self.hooks.on_complete = Some(Box::new(f));
+        self
+    }
+
+    /// Receives every event that was accepted but reached no process (its
+    /// target ended first), and messages sent from a step to a process that
+    /// cannot take them: nothing is dropped silently.
+    pub fn on_undelivered(mut self, f: impl Fn(Pid, Event<P>) + Send + Sync + 'static) -> Self {
+        self.hooks.on_undelivered = Some(Box::new(f));
+        self
+    }
+
+    /// Starts the workers.
+    ///
+    /// # Errors
+    ///
+    /// If a worker thread cannot be spawned (workers already started are
+    /// stopped again).
+    pub fn build(self) -> io::Result<Scheduler<P>> {
+        let workers = self
+            .workers
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+        let config = Config {
+            workers,
+            global_queue_interval: self.global_queue_interval,
+            spin_tight: self.spin_tight,
+            park_after: self.park_after,
+        };
+        Scheduler::start(
+            config,
+            self.thread_name,
+            self.stack_size,
+            self.max_processes,
+            self.handlers,
+            self.hooks,
+        )
+    }
+}
+
+impl<P: Process> fmt::Debug for Builder<P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Builder")
+            .field("workers", &self.workers)
+            .field("global_queue_interval", &self.global_queue_interval)
+            .field("spin_tight", &self.spin_tight)
+            .field("park_after", &self.park_after)
+            .field("max_processes", &self.max_processes)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,106 @@
+//! Errors of the scheduler's operations; each hands back what it refused.
+
+use core::fmt;
+
+/// Why [`Scheduler::send`](super::Scheduler::send) refused a message; the
+/// message is inside.
+#[derive(Clone, PartialEq, Eq)]
+pub enum SendError<M> {
+    /// No process ever had this PID.
+    NoSuchProcess(M),
+    /// The process has ended (its PID may already name a newer process, which
+    /// the message does not reach).
+    Finished(M),
+    /// The scheduler is shutting down.
+    ShuttingDown(M),
+}
+
+impl<M> SendError<M> {
+    /// The message that was not delivered.
+    pub fn into_inner(self) -> M {
+        match self {
+            SendError::NoSuchProcess(m) | SendError::Finished(m) | SendError::ShuttingDown(m) => m,
+        }
+    }
+}
+
+impl<M> fmt::Debug for SendError<M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = match self {
+            SendError::NoSuchProcess(_) => "NoSuchProcess",
+            SendError::Finished(_) => "Finished",
+            SendError::ShuttingDown(_) => "ShuttingDown",
+        };
+        write!(f, "{name}(..)")
+    }
+}
+
+impl<M> fmt::Display for SendError<M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            SendError::NoSuchProcess(_) => "send failed: no such process",
+            SendError::Finished(_) => "send failed: the process has finished",
+            SendError::ShuttingDown(_) => "send failed: the scheduler is shutting down",
+        })
+    }
+}
+
+impl<M> std::error::Error for SendError<M> {}
+
+/// Why [`Scheduler::terminate`](super::Scheduler::terminate) did nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TerminateError {
+    /// No process ever had this PID.
+    NoSuchProcess,
+    /// The process has already ended.
+    Finished,
+}
+
+impl fmt::Display for TerminateError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            TerminateError::NoSuchProcess => "terminate failed: no such process",
+            TerminateError::Finished => "terminate failed: the process has finished",
+        })
+    }
+}
+
+impl std::error::Error for TerminateError {}
+
+/// Why a [`Completer`](super::Completer) could not deliver its completion;
+/// the result is inside.
+pub enum CompleteError<T> {
+    /// The process has ended (or was never there).
+    Finished(T),
+    /// The scheduler has stopped.
+    ShuttingDown(T),
+}
+
+impl<T> CompleteError<T> {
+    /// The completion that was not delivered.
+    pub fn into_inner(self) -> T {
+        match self {
+            CompleteError::Finished(t) | CompleteError::ShuttingDown(t) => t,
+        }
+    }
+}
+
+impl<T> fmt::Debug for CompleteError<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            CompleteError::Finished(_) => "Finished(..)",
+            CompleteError::ShuttingDown(_) => "ShuttingDown(..)",
+        })
+    }
+}
+
+impl<T> fmt::Display for CompleteError<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            CompleteError::Finished(_) => "completion not delivered: the process has finished",
+            CompleteError::ShuttingDown(_) => "completion not delivered: the scheduler has stopped",
+        })
+    }
+}
+
+impl<T> std::error::Error for CompleteError<T> {}

@@ -1,0 +1,460 @@
+//! The global run queue: many producers, many consumers, FIFO.
+//!
+//! # How it works
+//!
+//! It is an [`mpsc::Queue`](crate::mpsc::Queue) plus a *consumer token*, one
+//! `AtomicBool`. Producers push straight into the MPSC queue, so submitting
+//! stays wait-free and never touches the token. A worker that wants work
+//! takes the token with one CAS, pops one item for itself and up to [`BATCH`]
+//! more for its local deque, and puts the token back. A worker whose CAS
+//! fails does not wait: it gets [`Take::Busy`] and goes on to steal. So
+//! consumers are serialised among themselves (which is what makes the MPSC
+//! `pop` contract hold), but no worker ever blocks on another.
+//!
+//! **Token invariant:** only the thread whose CAS moved the token from
+//! `false` to `true` calls `pop`, until it stores `false`. The CAS is
+//! Acquire and the store Release, so each holder's pops happen before the
+//! next holder's: exactly the ordering `mpsc::Queue::pop` asks of
+//! successive consumers.
+//!
+//! # Emptiness, and why there is no `len`
+//!
+//! [`GlobalQueue::is_empty`] is the MPSC queue's: a few loads, no lock, no
+//! token, and it reports an item whose push is still mid-link as present
+//! (DESIGN.md trap 4). An exact or even approximate length would cost every
+//! push a contended read-modify-write on a shared counter, doubling the
+//! atomic traffic of a submission; the scheduler only needs "is there
+//! anything", so we do not pay for it.
+//!
+//! # Example
+//!
+//! ```
+//! use stepsched::sched::{GlobalQueue, Take};
+//!
+//! let global = GlobalQueue::new();
+//! (0..20).for_each(|i| global.push(i));
+//!
+//! let mut local = Vec::new();
+//! match global.take_batch(|item| local.push(item)) {
+//!     Take::Taken { first, moved } => {
+//!         assert_eq!(first, 0);
+//!         assert_eq!(moved, 16);
+//!         assert_eq!(local, (1..17).collect::<Vec<_>>());
+//!     }
+//!     other => panic!("expected a batch, got {other:?}"),
+//! }
+//! assert!(!global.is_empty());
+//! ```
+
+use core::fmt;
+
+use crate::deque::{Pointer, Worker};
+use crate::mpsc::{CachePadded, Queue, TryPopError};
+use crate::sync::{AtomicBool, Ordering};
+
+/// How many items a take moves to the taker's local deque besides the one it
+/// returns (DESIGN.md: "take one, move up to 16 more").
+///
+/// Derivation: a take costs one token CAS and one release store, roughly a
+/// single contended cache miss (~50-100 ns); a pop is a few ns. Moving 16
+/// amortises the token over 17 items so it is under half the per-item cost,
+/// while one worker holds the token for under ~200 ns and leaves the rest of
+/// a burst for the other workers (Go's `globrunqget` takes a share per P for
+/// the same reason).
+pub const BATCH: usize = 16;
+
+/// The multi-producer, multi-consumer FIFO run queue shared by all workers.
+///
+/// See the [module docs](self) for the design.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use stepsched::sched::GlobalQueue;
+///
+/// let global = Arc::new(GlobalQueue::new());
+/// let g = Arc::clone(&global);
+/// std::thread::spawn(move || g.push("from another thread")).join().unwrap();
+/// assert_eq!(global.take_one().first(), Some("from another thread"));
+/// ```
+pub struct GlobalQueue<T> {
+    /// The items. `push` from any thread; `pop` only by the token holder.
+    queue: Queue<T>,
+    /// `true` while a consumer is inside a take (token invariant). CAS'd by
+    /// consumers, stored `false` by the holder; producers never touch it.
+    token: CachePadded<AtomicBool>,
+}
+
+/// The outcome of [`GlobalQueue::take_batch`] and friends.
+///
+/// Only [`Take::Empty`] means "nothing here": on [`Take::Busy`] and
+/// [`Take::Inconsistent`] the queue may hold work, so a worker should look
+/// elsewhere and come back rather than park.
+#[must_use]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Take<T> {
+    /// The queue held no item (no push had swapped its node in).
+    Empty,
+    /// Another consumer holds the token; this one did not wait.
+    Busy,
+    /// The next item's push is between its swap and its link (DESIGN.md
+    /// trap 4); it becomes takeable as soon as that producer runs.
+    Inconsistent,
+    /// `first` is the caller's to run; `moved` more went to the sink.
+    Taken {
+        /// The oldest item, for the caller to run now.
+        first: T,
+        /// How many further items were handed to the sink, at most [`BATCH`].
+        moved: usize,
+    },
+}
+
+impl<T> Take<T> {
+    /// Returns `true` for [`Take::Empty`].
+    ///
+    /// ```
+    /// assert!(stepsched::sched::Take::<u8>::Empty.is_empty());
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        matches!(self, Take::Empty)
+    }
+
+    /// Returns `true` for [`Take::Busy`] and [`Take::Inconsistent`]: no item
+    /// now, but the queue may hold some.
+    ///
+    /// ```
+    /// use stepsched::sched::Take;
+    /// assert!(Take::<u8>::Busy.is_retry());
+    /// assert!(Take::<u8>::Inconsistent.is_retry());
+    /// assert!(!Take::<u8>::Empty.is_retry());
+    /// ```
+    pub fn is_retry(&self) -> bool {
+        matches!(self, Take::Busy | Take::Inconsistent)
+    }
+
+    /// Returns the item for the caller, if one was taken.
+    ///
+    /// ```
+    /// use stepsched::sched::Take;
+    /// assert_eq!(Take::Taken { first: 'a', moved: 0 }.first(), Some('a'));
+    /// assert_eq!(Take::<char>::Busy.first(), None);
+    /// ```
+    pub fn first(self) -> Option<T> {
+        match self {
+            Take::Taken { first, .. } => Some(first),
+            _ => None,
+        }
+    }
+}
+
+/// Holding the consumer token; dropping it gives the token back, also when a
+/// sink panics, so one failed worker cannot wedge the queue.
+struct TokenGuard<'a>(&'a AtomicBool);
+
+impl Drop for TokenGuard<'_> {
+    fn drop(&mut self) {
+        // Release pairs with the Acquire CAS in `take_batch` of the next
+        // holder: our pops happen before theirs (token invariant).
+        self.0.store(false, Ordering::Release);
+    }
+}
+
+impl<T> GlobalQueue<T> {
+    /// Creates an empty queue.
+    ///
+    /// ```
+    /// let global = stepsched::sched::GlobalQueue::<u64>::new();
+    /// assert!(global.is_empty());
+    /// ```
+    pub fn new() -> Self {
+        GlobalQueue {
+            queue: Queue::new(),
+            token: CachePadded(AtomicBool::new(false)),
+        }
+    }
+
+    /// Appends `item`. Callable from any thread; wait-free (it is
+    /// [`Queue::push`]).
+    ///
+    /// ```
+    /// let global = stepsched::sched::GlobalQueue::new();
+    /// global.push(1);
+    /// assert!(!global.is_empty());
+    /// ```
+    pub fn push(&self, item: T) {
+        self.queue.push(item);
+    }
+
+    /// Returns `true` if the queue holds no item; no lock, no token. An item
+    /// whose push is mid-link counts as present (see [`Queue::is_empty`]).
+    ///
+    /// ```
+    /// let global = stepsched::sched::GlobalQueue::<()>::new();
+    /// assert!(global.is_empty());
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.queue.is_empty()
+    }
+
+    /// Takes the oldest item for the caller and hands up to [`BATCH`] more,
+    /// in FIFO order, to `sink`. Never waits: if another consumer is taking,
+    /// returns [`Take::Busy`].
+    ///
+    /// If `sink` panics, the token is released, the item given to `sink` is
+    /// dropped by the unwind, and the rest stay queued.
+    ///
+    /// ```
+    /// use stepsched::sched::{GlobalQueue, Take};
+    ///
+    /// let global = GlobalQueue::new();
+    /// (0..3).for_each(|i| global.push(i));
+    /// let mut rest = Vec::new();
+    /// assert_eq!(global.take_batch(|i| rest.push(i)), Take::Taken { first: 0, moved: 2 });
+    /// assert_eq!(rest, [1, 2]);
+    /// assert_eq!(global.take_batch(|i| rest.push(i)), Take::Empty);
+    /// ```
+    pub fn take_batch(&self, sink: impl FnMut(T)) -> Take<T> {
+        self.take_up_to(BATCH, sink)
+    }
+
+    /// The one take routine: the first item for the caller, up to `limit`
+    /// more for `sink`.
+    fn take_up_to(&self, limit: usize, mut sink: impl FnMut(T)) -> Take<T> {
+        // Look before taking the token: an idle worker polling an empty queue
+        // only reads shared lines instead of bouncing the token's line.
+        if self.queue.is_empty() {
+            return Take::Empty;
+        }
+        // Acquire pairs with the Release store in `TokenGuard::drop` of the
+        // previous holder (token invariant). Failure: Relaxed, we read
+        // nothing guarded by the token.
+        if self
+            .token
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            return Take::Busy;
+        }
+        let _token = TokenGuard(&self.token);
+        // SAFETY: we hold the token, so no other `pop` overlaps ours (token
+        // invariant), and the Acquire CAS orders us after the last holder.
+        let first = match unsafe { self.queue.try_pop() } {
+            Ok(first) => first,
+            Err(TryPopError::Empty) => return Take::Empty,
+            Err(TryPopError::Inconsistent) => return Take::Inconsistent,
+        };
+        let mut moved = 0;
+        while moved < limit {
+            // SAFETY: as above, we still hold the token.
+            match unsafe { self.queue.pop() } {
+                Some(item) => {
+                    sink(item);
+                    moved += 1;
+                }
+                None => break,
+            }
+        }
+        Take::Taken { first, moved }
+    }
+
+    /// Takes the oldest item only. Never waits.
+    ///
+    /// ```
+    /// use stepsched::sched::{GlobalQueue, Take};
+    ///
+    /// let global = GlobalQueue::new();
+    /// global.push('a');
+    /// global.push('b');
+    /// assert_eq!(global.take_one(), Take::Taken { first: 'a', moved: 0 });
+    /// ```
+    pub fn take_one(&self) -> Take<T> {
+        // With a limit of 0 the sink is never called.
+        self.take_up_to(0, |_| unreachable!("take_one moves nothing"))
+    }
+
+    /// [`take_batch`](Self::take_batch) onto a worker's local deque: the
+    /// batch is pushed onto `dest` in FIFO order.
+    ///
+    /// ```
+    /// use stepsched::deque::Worker;
+    /// use stepsched::sched::GlobalQueue;
+    ///
+    /// let global = GlobalQueue::new();
+    /// (0..5).for_each(|i| global.push(Box::new(i)));
+    /// let local = Worker::new();
+    /// let first = global.take_batch_into(&local).first();
+    /// assert_eq!(first.map(|b| *b), Some(0));
+    /// assert_eq!(local.len(), 4);
+    /// ```
+    pub fn take_batch_into(&self, dest: &Worker<T>) -> Take<T>
+    where
+        T: Pointer,
+    {
+        self.take_batch(|item| dest.push(item))
+    }
+}
+
+impl<T> Default for GlobalQueue<T> {
+    fn default() -> Self {
+        GlobalQueue::new()
+    }
+}
+
+impl<T> fmt::Debug for GlobalQueue<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GlobalQueue")
+            .field("is_empty", &self.is_empty())
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+    use std::rc::Rc;
+
+    #[test]
+    fn batch_is_one_plus_sixteen_in_fifo_order() {
+        let global = GlobalQueue::new();
+        (0..40).for_each(|i| global.push(i));
+        let mut local = Vec::new();
+        assert_eq!(
+            global.take_batch(|i| local.push(i)),
+            Take::Taken {
+                first: 0,
+                moved: 16
+            }
+        );
+        assert_eq!(local, (1..17).collect::<Vec<_>>());
+        local.clear();
+        assert_eq!(
+            global.take_batch(|i| local.push(i)),
+            Take::Taken {
+                first: 17,
+                moved: 16
+            }
+        );
+        assert_eq!(local, (18..34).collect::<Vec<_>>());
+        local.clear();
+        assert_eq!(
+            global.take_batch(|i| local.push(i)),
+            Take::Taken {
+                first: 34,
+                moved: 5
+            }
+        );
+        assert_eq!(local, (35..40).collect::<Vec<_>>());
+        assert_eq!(global.take_batch(|_| panic!("empty")), Take::Empty);
+    }
+
+    #[test]
+    fn busy_when_the_token_is_held() {
+        let global = GlobalQueue::new();
+        (0..3).for_each(|i| global.push(i));
+        let mut seen = Vec::new();
+        let outcome = global.take_batch(|_| {
+            // A second consumer arriving mid-take must not wait.
+            seen.push(global.take_one());
+        });
+        assert_eq!(outcome, Take::Taken { first: 0, moved: 2 });
+        // While item 2 is still queued the token is the obstacle; once the
+        // holder has popped everything the cheap emptiness check answers.
+        assert_eq!(seen, [Take::Busy, Take::Empty]);
+        assert!(global.is_empty());
+    }
+
+    #[test]
+    fn mid_link_is_reported_not_empty() {
+        let global = GlobalQueue::new();
+        let pending = global.queue.push_mid_link(5);
+        assert!(!global.is_empty());
+        assert_eq!(global.take_one(), Take::Inconsistent);
+        pending.link();
+        assert_eq!(global.take_one(), Take::Taken { first: 5, moved: 0 });
+    }
+
+    #[test]
+    fn panicking_sink_releases_the_token() {
+        let global = GlobalQueue::new();
+        (0..5).for_each(|i| global.push(i));
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            global.take_batch(|i| assert_ne!(i, 2, "sink fails on 2"))
+        }));
+        assert!(result.is_err());
+        // Items 0 (the unwound `first`), 1 and 2 are gone; 3 and 4 remain.
+        let mut rest = Vec::new();
+        assert_eq!(
+            global.take_batch(|i| rest.push(i)),
+            Take::Taken { first: 3, moved: 1 }
+        );
+        assert_eq!(rest, [4]);
+    }
+
+    #[test]
+    fn drop_drops_remaining_items_once() {
+        struct Counted(Rc<Cell<usize>>);
+        impl Drop for Counted {
+            fn drop(&mut self) {
+                self.0.set(self.0.get() + 1);
+            }
+        }
+        let drops = Rc::new(Cell::new(0));
+        let global = GlobalQueue::new();
+        (0..20).for_each(|_| global.push(Counted(Rc::clone(&drops))));
+        let mut local = Vec::new();
+        let first = global.take_batch(|c| local.push(c)).first();
+        assert_eq!(drops.get(), 0);
+        drop(global);
+        assert_eq!(drops.get(), 3);
+        drop((first, local));
+        assert_eq!(drops.get(), 20);
+    }
+
+    #[test]
+    fn two_consumers_take_each_item_once() {
+        use std::sync::Arc;
+        let n: usize = if cfg!(miri) { 60 } else { 20_000 };
+        let global = Arc::new(GlobalQueue::new());
+        let producer = {
+            let global = Arc::clone(&global);
+            std::thread::spawn(move || (0..n).for_each(|i| global.push(i)))
+        };
+        let consumers: Vec<_> = (0..2)
+            .map(|_| {
+                let global = Arc::clone(&global);
+                std::thread::spawn(move || {
+                    let mut got = Vec::new();
+                    let mut idle = 0;
+                    while idle < 1000 {
+                        let mut batch = Vec::new();
+                        match global.take_batch(|i| batch.push(i)) {
+                            Take::Taken { first, .. } => {
+                                idle = 0;
+                                got.push(first);
+                                got.extend(batch);
+                            }
+                            _ => {
+                                idle += 1;
+                                std::thread::yield_now();
+                            }
+                        }
+                    }
+                    got
+                })
+            })
+            .collect();
+        producer.join().unwrap();
+        let mut all: Vec<usize> = consumers
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect();
+        // Whatever the consumers' idle cut-off left behind.
+        while let Some(i) = global.take_one().first() {
+            all.push(i);
+        }
+        all.sort_unstable();
+        assert_eq!(all, (0..n).collect::<Vec<_>>());
+    }
+}

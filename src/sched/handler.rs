@@ -1,0 +1,157 @@
+//! Command dispatch: handlers registered by kind, and the [`Completer`]
+//! through which a handler answers, from any thread, now or later.
+
+use super::error::CompleteError;
+use super::shared::Shared;
+use crate::process::state::Wake;
+use crate::process::{CommandError, Event, Pid, Process};
+use core::fmt;
+use std::sync::Arc;
+
+/// A command handler: takes the command and the completer for its tag.
+pub(crate) type Handler<P> = Box<dyn Fn(<P as Process>::Command, Completer<P>) + Send + Sync>;
+
+/// The handlers, by command kind. Looked up by a linear scan: schedulers
+/// have a handful of kinds, and a scan of a few `&str` beats hashing.
+pub(crate) struct Handlers<P: Process> {
+    by_kind: Vec<(&'static str, Handler<P>)>,
+}
+
+impl<P: Process> Handlers<P> {
+    pub(crate) fn new() -> Self {
+        Handlers {
+            by_kind: Vec::new(),
+        }
+    }
+
+    /// Registers `handler` for `kind`, replacing an earlier one.
+    pub(crate) fn insert(&mut self, kind: &'static str, handler: Handler<P>) {
+        self.by_kind.retain(|(k, _)| *k != kind);
+        self.by_kind.push((kind, handler));
+    }
+
+    pub(crate) fn get(&self, kind: &str) -> Option<&Handler<P>> {
+        self.by_kind
+            .iter()
+            .find(|(k, _)| *k == kind)
+            .map(|(_, h)| h)
+    }
+}
+
+/// Completes one yielded command: hand it to a handler, which calls
+/// [`complete`](Completer::complete) (or [`succeed`](Completer::succeed) /
+/// [`fail`](Completer::fail)) from any thread, immediately or later.
+///
+/// A completer dropped without completing delivers
+/// [`CommandError::Dropped`], so a process never waits for a reply that
+/// cannot come.
+pub struct Completer<P: Process> {
+    shared: Arc<Shared<P>>,
+    pid: Pid,
+    tag: u64,
+    done: bool,
+}
+
+/// The completion a [`Completer`] carries.
+pub type Completion<P> = Result<<P as Process>::Reply, CommandError>;
+
+impl<P: Process> Completer<P> {
+    pub(crate) fn new(shared: Arc<Shared<P>>, pid: Pid, tag: u64) -> Self {
+        Completer {
+            shared,
+            pid,
+            tag,
+            done: false,
+        }
+    }
+
+    /// The process that yielded the command.
+    pub fn pid(&self) -> Pid {
+        self.pid
+    }
+
+    /// The tag the process gave the command.
+    pub fn tag(&self) -> u64 {
+        self.tag
+    }
+
+    /// Delivers the completion and wakes the process if it waits for it.
+    ///
+    /// # Errors
+    ///
+    /// The completion comes back if the process has ended or the scheduler
+    /// has stopped. (A process that ends after the completion was queued
+    /// reports it through `Builder::on_undelivered`.)
+    pub fn complete(mut self, result: Completion<P>) -> Result<(), CompleteError<Completion<P>>> {
+        self.done = true;
+        self.deliver(result)
+    }
+
+    /// Shorthand for `complete(Ok(reply))`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Completer::complete`].
+    pub fn succeed(self, reply: P::Reply) -> Result<(), CompleteError<Completion<P>>> {
+        self.complete(Ok(reply))
+    }
+
+    /// Shorthand for `complete(Err(CommandError::Failed(error.into())))`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Completer::complete`].
+    pub fn fail(
+        self,
+        error: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Result<(), CompleteError<Completion<P>>> {
+        self.complete(Err(CommandError::Failed(error.into())))
+    }
+
+    fn deliver(&self, result: Completion<P>) -> Result<(), CompleteError<Completion<P>>> {
+        let event = Event::Completion {
+            tag: self.tag,
+            result,
+        };
+        match self
+            .shared
+            .deliver_remote(self.pid, event, Wake::Completion)
+        {
+            Ok(()) => Ok(()),
+            Err((refusal, event)) => {
+                let Event::Completion { result, .. } = event else {
+                    unreachable!("deliver hands back the event it was given")
+                };
+                Err(if refusal.is_shutdown() {
+                    CompleteError::ShuttingDown(result)
+                } else {
+                    CompleteError::Finished(result)
+                })
+            }
+        }
+    }
+}
+
+impl<P: Process> Drop for Completer<P> {
+    fn drop(&mut self) {
+        if !self.done {
+            let error = if std::thread::panicking() {
+                CommandError::Panicked("the handler panicked holding the completer".to_owned())
+            } else {
+                CommandError::Dropped
+            };
+            // Nothing to hand back to: a refusal here means the process is
+            // gone, and then no one waits for this completion.
+            let _ = self.deliver(Err(error));
+        }
+    }
+}
+
+impl<P: Process> fmt::Debug for Completer<P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Completer")
+            .field("pid", &self.pid)
+            .field("tag", &self.tag)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,198 @@
+//! Spinning and parking: how idle workers wait without losing a wakeup.
+//!
+//! The protocol is written up in `src/sched/README.md`; in short:
+//!
+//! - `state` packs how many workers are *spinning* (searching other
+//!   workers' queues; low 32 bits) and *sleeping* (parked; high 32 bits).
+//! - At most half of the busy workers may spin (Go's rule), so an idle
+//!   scheduler does not burn every core looking for work.
+//! - **Publishing work** (any thread): make the work visible, `fence(SeqCst)`,
+//!   read `state`; if no one spins and someone sleeps, wake one sleeper.
+//! - **Going to sleep** (a worker): register as a sleeper (one RMW on
+//!   `state`, under the `sleepers` lock), `fence(SeqCst)`, then look at every
+//!   queue once more; only if all are empty, wait on its own parker.
+//!
+//! The two fences are the Dekker pattern (DESIGN.md trap 5): in the SeqCst
+//! order one of them comes first. If the publisher's does, the worker's
+//! re-check sees the work; if the worker's does, the publisher sees the
+//! sleeper and wakes it. Either way no work is left with every worker asleep.
+//! A spinner that stops spinning moves straight to sleeping in the same RMW,
+//! so "someone spins" never hides a worker that is about to sleep without
+//! re-checking.
+
+use crate::padded::CachePadded;
+use crate::sync::{fence, AtomicU64, Condvar, Mutex, Ordering};
+
+const SPINNER: u64 = 1;
+const SLEEPER: u64 = 1 << 32;
+
+fn spinning(state: u64) -> u64 {
+    state & 0xffff_ffff
+}
+
+fn sleeping(state: u64) -> u64 {
+    state >> 32
+}
+
+/// One worker's bed: a flag and a condition variable.
+struct Parker {
+    notified: Mutex<bool>,
+    wake: Condvar,
+}
+
+/// The idle-worker bookkeeping shared by all workers.
+pub(crate) struct Idle {
+    state: CachePadded<AtomicU64>,
+    /// Indices of the sleeping workers. Locked only on the way to sleep and
+    /// to wake someone: never on a path that finds work.
+    sleepers: Mutex<Vec<usize>>,
+    parkers: Box<[Parker]>,
+}
+
+impl Idle {
+    pub(crate) fn new(workers: usize) -> Self {
+        Idle {
+            state: CachePadded(AtomicU64::new(0)),
+            sleepers: Mutex::new(Vec::with_capacity(workers)),
+            parkers: (0..workers)
+                .map(|_| Parker {
+                    notified: Mutex::new(false),
+                    wake: Condvar::new(),
+                })
+                .collect(),
+        }
+    }
+
+    /// Tries to become a spinner: allowed while spinners are fewer than half
+    /// of the workers not asleep (at least one may always spin).
+    pub(crate) fn try_start_spinning(&self) -> bool {
+        let workers = self.parkers.len() as u64;
+        // Relaxed: a heuristic limit; the CAS below is what counts.
+        let mut state = self.state.load(Ordering::Relaxed);
+        loop {
+            let busy = workers - sleeping(state) - spinning(state);
+            if spinning(state) > 0 && 2 * spinning(state) >= busy {
+                return false;
+            }
+            // SeqCst: the spinner count is read by publishers after their
+            // fence (see `notify_one`); keep it in the single total order.
+            match self.state.compare_exchange_weak(
+                state,
+                state + SPINNER,
+                Ordering::SeqCst,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return true,
+                Err(actual) => state = actual,
+            }
+        }
+    }
+
+    /// Stops spinning (the worker found work). Returns `true` if it was the
+    /// last spinner: it should then wake another worker, as more work may be
+    /// queued behind what it found (Go's `resetspinning`).
+    pub(crate) fn stop_spinning(&self) -> bool {
+        // SeqCst: as in `try_start_spinning`.
+        let before = self.state.fetch_sub(SPINNER, Ordering::SeqCst);
+        debug_assert!(spinning(before) > 0);
+        spinning(before) == 1
+    }
+
+    /// Called after publishing work: wakes a sleeper if no worker spins.
+    pub(crate) fn notify_one(&self) -> bool {
+        // SeqCst fence: pairs with the fence in `prepare_park`. The work was
+        // made visible before this fence; a worker registered as sleeping
+        // before its own fence is seen by the load below.
+        fence(Ordering::SeqCst);
+        let state = self.state.load(Ordering::SeqCst);
+        if spinning(state) == 0 && sleeping(state) > 0 {
+            self.wake_one()
+        } else {
+            false
+        }
+    }
+
+    fn wake_one(&self) -> bool {
+        let woken = {
+            let mut sleepers = self.sleepers.lock().unwrap_or_else(|e| e.into_inner());
+            let woken = sleepers.pop();
+            if woken.is_some() {
+                // SeqCst: keeps the sleeper count in the total order read by
+                // `notify_one`. Under the lock, so it matches the list.
+                self.state.fetch_sub(SLEEPER, Ordering::SeqCst);
+            }
+            woken
+        };
+        match woken {
+            Some(index) => {
+                self.unpark(index);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Wakes every sleeper (shutdown).
+    pub(crate) fn wake_all(&self) {
+        while self.wake_one() {}
+        for index in 0..self.parkers.len() {
+            self.unpark(index);
+        }
+    }
+
+    /// Registers worker `index` as a sleeper (leaving the spinners if
+    /// `spinning`), then fences. The caller must re-check every queue and
+    /// then call [`Idle::cancel_park`] (work found) or [`Idle::park`].
+    pub(crate) fn prepare_park(&self, index: usize, spinning: bool) {
+        {
+            let mut sleepers = self.sleepers.lock().unwrap_or_else(|e| e.into_inner());
+            sleepers.push(index);
+            let delta = if spinning { SLEEPER - SPINNER } else { SLEEPER };
+            // SeqCst: see `notify_one`. One RMW moves a spinner to sleeping.
+            self.state.fetch_add(delta, Ordering::SeqCst);
+        }
+        // SeqCst fence: pairs with the one in `notify_one` (Dekker).
+        fence(Ordering::SeqCst);
+    }
+
+    /// Withdraws a sleeper registration after the re-check found work.
+    pub(crate) fn cancel_park(&self, index: usize) {
+        let mut sleepers = self.sleepers.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(at) = sleepers.iter().position(|&i| i == index) {
+            sleepers.swap_remove(at);
+            // SeqCst: see `wake_one`.
+            self.state.fetch_sub(SLEEPER, Ordering::SeqCst);
+        } else {
+            // A waker already took us off the list and will (or did) set our
+            // flag: consume it so the next park does not return at once.
+            drop(sleepers);
+            let parker = &self.parkers[index];
+            *parker.notified.lock().unwrap_or_else(|e| e.into_inner()) = false;
+        }
+    }
+
+    /// Sleeps until woken.
+    pub(crate) fn park(&self, index: usize) {
+        let parker = &self.parkers[index];
+        let mut notified = parker.notified.lock().unwrap_or_else(|e| e.into_inner());
+        while !*notified {
+            notified = parker
+                .wake
+                .wait(notified)
+                .unwrap_or_else(|e| e.into_inner());
+        }
+        *notified = false;
+    }
+
+    fn unpark(&self, index: usize) {
+        let parker = &self.parkers[index];
+        *parker.notified.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        parker.wake.notify_one();
+    }
+
+    /// `(spinning, sleeping)` now.
+    pub(crate) fn counts(&self) -> (usize, usize) {
+        let state = self.state.load(Ordering::Relaxed);
+        (spinning(state) as usize, sleeping(state) as usize)
+    }
+}

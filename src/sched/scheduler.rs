@@ -1,0 +1,361 @@
+//! [`Scheduler`]: the handle an embedder holds.
+
+use super::builder::Builder;
+use super::error::{SendError, TerminateError};
+use super::global::GlobalQueue;
+use super::handler::Handlers;
+use super::idle::Idle;
+use super::join::{JoinCell, JoinHandle};
+use super::shared::{phase, Config, Hooks, Refusal, Remote, Shared};
+use super::stats::{Counters, Stats};
+use super::table::{Table, Task};
+use super::worker::Local;
+use crate::deque::Worker;
+use crate::process::state::{Lifecycle, Notify, Wake};
+use crate::process::{Cancel, Event, Pid, Process, SpawnError};
+use crate::sync::{AtomicU64, AtomicUsize, Ordering};
+use core::fmt;
+use std::io;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle as ThreadHandle;
+use std::time::{Duration, Instant};
+
+/// A pool of worker threads running processes of type `P`.
+///
+/// ```
+/// use stepsched::process::{Event, NoCommand, Process, StepOutput};
+/// use stepsched::sched::Scheduler;
+///
+/// /// Adds up the numbers it is sent until it receives a zero.
+/// struct Adder(u64);
+///
+/// impl Process for Adder {
+///     type Input = u64;
+///     type Message = u64;
+///     type Command = NoCommand;
+///     type Reply = ();
+///     type Output = u64;
+///     type Error = ();
+///
+///     fn init(&mut self, _method: &str, start: u64) -> Result<(), ()> {
+///         self.0 = start;
+///         Ok(())
+///     }
+///
+///     fn step(&mut self, events: &mut Vec<Event<Self>>, out: &mut StepOutput<'_, Self>) -> Result<(), ()> {
+///         for event in events.drain(..) {
+///             match event {
+///                 Event::Message(0) => out.done(self.0),
+///                 Event::Message(n) => self.0 += n,
+///                 _ => {}
+///             }
+///         }
+///         Ok(()) // with no status set, an Adder waits for messages
+///     }
+/// }
+///
+/// let scheduler = Scheduler::builder().workers(2).build().unwrap();
+/// let adder = scheduler.submit_joinable(Adder(0), "add", 100).unwrap();
+/// for n in [1, 2, 3, 0] {
+///     scheduler.send(adder.pid(), n).unwrap();
+/// }
+/// assert_eq!(adder.join(), Ok(106));
+/// let report = scheduler.shutdown(std::time::Duration::from_secs(1));
+/// assert_eq!(report.forced, 0);
+/// ```
+pub struct Scheduler<P: Process> {
+    shared: Arc<Shared<P>>,
+    threads: Mutex<Vec<ThreadHandle<()>>>,
+    report: Mutex<Option<ShutdownReport>>,
+}
+
+/// What [`Scheduler::shutdown`] found.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ShutdownReport {
+    /// Live processes that were sent a cancel event.
+    pub cancelled: usize,
+    /// Processes that ended before the timeout.
+    pub completed: usize,
+    /// Processes closed by force after the timeout (their outcome is
+    /// [`ProcessError::Shutdown`](crate::process::ProcessError::Shutdown)).
+    pub forced: usize,
+    /// Processes still live when the workers were told to exit: a step that
+    /// never returned. Zero unless a step blocks forever.
+    pub stuck: usize,
+    /// Whether the timeout passed with processes still live.
+    pub timed_out: bool,
+}
+
+impl<P: Process> Scheduler<P> {
+    /// Starts configuring a scheduler.
+    pub fn builder() -> Builder<P> {
+        Builder::new()
+    }
+
+    pub(crate) fn start(
+        config: Config,
+        name: Box<dyn Fn(usize) -> String + Send + Sync>,
+        stack_size: Option<usize>,
+        max_processes: Option<usize>,
+        handlers: Handlers<P>,
+        hooks: Hooks<P>,
+    ) -> io::Result<Self> {
+        let deques: Vec<Worker<Task<P>>> = (0..config.workers).map(|_| Worker::new()).collect();
+        let remotes = deques
+            .iter()
+            .map(|deque| Remote {
+                stealer: deque.stealer(),
+                inject: GlobalQueue::new(),
+                counters: Counters::default(),
+            })
+            .collect();
+        let shared = Arc::new(Shared {
+            remotes,
+            global: GlobalQueue::new(),
+            idle: Idle::new(config.workers),
+            handlers,
+            hooks,
+            config,
+            phase: AtomicUsize::new(phase::RUNNING),
+            submitted: AtomicU64::new(0),
+            completed: AtomicU64::new(0),
+            undelivered: AtomicU64::new(0),
+            unknown_tags: AtomicU64::new(0),
+            forced: AtomicU64::new(0),
+            table: Table::new(max_processes),
+        });
+        let scheduler = Scheduler {
+            shared: Arc::clone(&shared),
+            threads: Mutex::new(Vec::new()),
+            report: Mutex::new(None),
+        };
+        for (index, deque) in deques.into_iter().enumerate() {
+            let local = Local::new(index, Arc::clone(&shared), deque);
+            let mut thread = std::thread::Builder::new().name(name(index));
+            if let Some(bytes) = stack_size {
+                thread = thread.stack_size(bytes);
+            }
+            let handle = thread.spawn(move || local.run())?; // Drop stops the others.
+            scheduler.threads().push(handle);
+        }
+        Ok(scheduler)
+    }
+
+    fn threads(&self) -> std::sync::MutexGuard<'_, Vec<ThreadHandle<()>>> {
+        self.threads.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The number of worker threads.
+    pub fn workers(&self) -> usize {
+        self.shared.remotes.len()
+    }
+
+    /// Starts a process: runs `init(method, input)` on this thread, then
+    /// queues it. Returns its PID.
+    ///
+    /// # Errors
+    ///
+    /// [`SpawnError`] hands the process back if the scheduler is shutting
+    /// down or at its process limit, or if `init` failed or panicked.
+    pub fn submit(&self, process: P, method: &str, input: P::Input) -> Result<Pid, SpawnError<P>> {
+        self.submit_inner(process, method, input, None)
+    }
+
+    /// Like [`submit`](Scheduler::submit), and returns a handle to wait for
+    /// the process's outcome.
+    ///
+    /// # Errors
+    ///
+    /// As [`submit`](Scheduler::submit).
+    pub fn submit_joinable(
+        &self,
+        process: P,
+        method: &str,
+        input: P::Input,
+    ) -> Result<JoinHandle<P>, SpawnError<P>> {
+        let cell = Arc::new(JoinCell::new());
+        let pid = self.submit_inner(process, method, input, Some(Arc::clone(&cell)))?;
+        Ok(JoinHandle::new(pid, cell))
+    }
+
+    fn submit_inner(
+        &self,
+        process: P,
+        method: &str,
+        input: P::Input,
+        joiner: Option<Arc<JoinCell<P>>>,
+    ) -> Result<Pid, SpawnError<P>> {
+        let shared = &*self.shared;
+        let slot = shared.create(process, method, input, joiner)?;
+        let pid = slot.pid();
+        // Relaxed: a statistic.
+        shared.submitted.fetch_add(1, Ordering::Relaxed);
+        shared.global.push(Task::new(slot));
+        shared.idle.notify_one();
+        Ok(pid)
+    }
+
+    /// Sends `message` to the process `to`, from any thread.
+    ///
+    /// # Errors
+    ///
+    /// [`SendError`] hands the message back: no such process, it has
+    /// finished, or the scheduler is shutting down.
+    pub fn send(&self, to: Pid, message: P::Message) -> Result<(), SendError<P::Message>> {
+        if self.shared.phase() != phase::RUNNING {
+            return Err(SendError::ShuttingDown(message));
+        }
+        self.shared
+            .deliver_remote(to, Event::Message(message), Wake::Message)
+            .map_err(|(refusal, event)| {
+                let Event::Message(message) = event else {
+                    unreachable!("deliver hands back the event it was given")
+                };
+                match refusal {
+                    Refusal::NoSuchProcess => SendError::NoSuchProcess(message),
+                    Refusal::Finished => SendError::Finished(message),
+                    Refusal::ShuttingDown => SendError::ShuttingDown(message),
+                }
+            })
+    }
+
+    /// Terminates the process `pid`: if it is waiting it is closed; if it is
+    /// queued or running, its next step receives
+    /// [`Cancel::Terminate`] and is its last. Its outcome is
+    /// [`ProcessError::Terminated`](crate::process::ProcessError::Terminated).
+    ///
+    /// # Errors
+    ///
+    /// If no such process exists or it has already ended.
+    pub fn terminate(&self, pid: Pid) -> Result<(), TerminateError> {
+        let slot = self
+            .shared
+            .table
+            .get(pid.index())
+            .ok_or(TerminateError::NoSuchProcess)?;
+        match slot.state.terminate(pid.generation()) {
+            Notify::Schedule => {
+                self.shared.schedule_remote(Task::new(slot));
+                Ok(())
+            }
+            Notify::Nothing => Ok(()),
+            Notify::Finished => Err(TerminateError::Finished),
+            Notify::Stale => {
+                let current = slot.state.load().generation();
+                if current.wrapping_sub(pid.generation()) as i32 > 0 {
+                    Err(TerminateError::Finished)
+                } else {
+                    Err(TerminateError::NoSuchProcess)
+                }
+            }
+        }
+    }
+
+    /// The number of live processes.
+    pub fn live(&self) -> usize {
+        self.shared.table.live()
+    }
+
+    /// A snapshot of the scheduler's counters.
+    pub fn stats(&self) -> Stats {
+        let shared = &*self.shared;
+        let (spinning, sleeping) = shared.idle.counts();
+        Stats {
+            workers: shared
+                .remotes
+                .iter()
+                .map(|r| r.counters.snapshot(r.stealer.len()))
+                .collect(),
+            live: shared.table.live(),
+            submitted: shared.submitted.load(Ordering::Relaxed),
+            completed: shared.completed.load(Ordering::Relaxed),
+            undelivered: shared.undelivered.load(Ordering::Relaxed),
+            unknown_tags: shared.unknown_tags.load(Ordering::Relaxed),
+            global_queue_nonempty: !shared.global.is_empty(),
+            spinning,
+            sleeping,
+        }
+    }
+
+    /// Stops the scheduler: refuses new processes and messages, sends
+    /// [`Cancel::Shutdown`] to every live process and waits up to `timeout`
+    /// for them to end; then closes the rest by force, stops the workers and
+    /// joins them. Calling it again returns the first report.
+    pub fn shutdown(&self, timeout: Duration) -> ShutdownReport {
+        let mut stored = self.report.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(report) = *stored {
+            return report;
+        }
+        let shared = &*self.shared;
+        let deadline = Instant::now() + timeout;
+        let completed_before = shared.completed.load(Ordering::Relaxed);
+        shared.set_phase(phase::STOPPING);
+        let mut report = ShutdownReport::default();
+        for slot in shared.table.slots() {
+            let state = slot.state.load();
+            if matches!(state.lifecycle(), Lifecycle::Free | Lifecycle::Complete) {
+                continue;
+            }
+            let pid = Pid::new(slot.pid().index(), state.generation());
+            let cancel = Event::Cancel(Cancel::Shutdown);
+            if shared.deliver_remote(pid, cancel, Wake::Completion).is_ok() {
+                report.cancelled += 1;
+            }
+        }
+        wait_until(deadline, || shared.table.live() == 0);
+        report.completed = (shared.completed.load(Ordering::Relaxed) - completed_before) as usize;
+        if shared.table.live() > 0 {
+            report.timed_out = true;
+            shared.set_phase(phase::FORCING);
+            self.close_waiting();
+            // Running steps end on their own; give them as long again.
+            let grace = Instant::now() + timeout.max(Duration::from_millis(100));
+            wait_until(grace, || shared.table.live() == 0);
+            report.forced = shared.forced.load(Ordering::Relaxed) as usize;
+        }
+        report.stuck = shared.table.live();
+        shared.set_phase(phase::EXITING);
+        shared.idle.wake_all();
+        for handle in self.threads().drain(..) {
+            let _ = handle.join();
+        }
+        *stored = Some(report);
+        report
+    }
+
+    /// Queues every waiting process so that a worker closes it (FORCING).
+    fn close_waiting(&self) {
+        let shared = &*self.shared;
+        for slot in shared.table.slots() {
+            let generation = slot.state.load().generation();
+            if slot.state.terminate(generation) == Notify::Schedule {
+                shared.schedule_remote(Task::new(slot));
+            }
+        }
+        shared.idle.wake_all();
+    }
+}
+
+fn wait_until(deadline: Instant, mut done: impl FnMut() -> bool) {
+    while !done() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+impl<P: Process> Drop for Scheduler<P> {
+    /// Shuts down with no grace period: processes get a cancel event and are
+    /// then closed by force. Call [`Scheduler::shutdown`] first to give them
+    /// time.
+    fn drop(&mut self) {
+        self.shutdown(Duration::ZERO);
+    }
+}
+
+impl<P: Process> fmt::Debug for Scheduler<P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Scheduler")
+            .field("workers", &self.workers())
+            .field("live", &self.live())
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,227 @@
+//! State shared by the [`Scheduler`](super::Scheduler) handle, its workers
+//! and every [`Completer`](super::Completer): the process table, the run
+//! queues, the idle protocol, handlers and hooks, and the delivery path.
+
+use super::global::GlobalQueue;
+use super::handler::Handlers;
+use super::idle::Idle;
+use super::stats::Counters;
+use super::table::{Envelope, Slot, Table, Task};
+use crate::deque::Stealer;
+use crate::process::state::{Lifecycle, Notify, Wake};
+use crate::process::{
+    panic_message, Event, Outcome, Pid, Process, ProcessError, SpawnError, Spawner,
+};
+use crate::sync::{AtomicU64, AtomicUsize, Ordering};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+
+use super::join::JoinCell;
+
+/// The scheduler's phases; they only move forward.
+pub(crate) mod phase {
+    /// Accepting work.
+    pub(crate) const RUNNING: usize = 0;
+    /// `shutdown` started: no new processes; cancels sent.
+    pub(crate) const STOPPING: usize = 1;
+    /// The shutdown timeout passed: every process a worker starts is closed.
+    pub(crate) const FORCING: usize = 2;
+    /// Workers exit.
+    pub(crate) const EXITING: usize = 3;
+}
+
+/// Tuning, fixed at build time.
+#[derive(Debug, Clone)]
+pub(crate) struct Config {
+    pub(crate) workers: usize,
+    pub(crate) global_queue_interval: u32,
+    pub(crate) spin_tight: u32,
+    pub(crate) park_after: u32,
+}
+
+type WorkerHook = Box<dyn Fn(usize) + Send + Sync>;
+
+/// The embedder's callbacks.
+pub(crate) struct Hooks<P: Process> {
+    pub(crate) on_thread_start: Option<WorkerHook>,
+    pub(crate) on_thread_stop: Option<WorkerHook>,
+    pub(crate) on_park: Option<WorkerHook>,
+    pub(crate) on_unpark: Option<WorkerHook>,
+    #[allow(clippy::type_complexity)]
+    pub(crate) on_complete: Option<Box<dyn Fn(Pid, &Outcome<P>) + Send + Sync>>,
+    #[allow(clippy::type_complexity)]
+    pub(crate) on_undelivered: Option<Box<dyn Fn(Pid, Event<P>) + Send + Sync>>,
+}
+
+/// What a worker exposes to the others.
+pub(crate) struct Remote<P: Process> {
+    pub(crate) stealer: Stealer<Task<P>>,
+    /// Processes woken from outside with affinity to this worker. Its token
+    /// lets other workers take from it too, so a worker stuck in a long step
+    /// does not hold them (DESIGN.md trap 6).
+    pub(crate) inject: GlobalQueue<Task<P>>,
+    pub(crate) counters: Counters,
+}
+
+/// Why an event was refused before it was queued.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Refusal {
+    NoSuchProcess,
+    Finished,
+    ShuttingDown,
+}
+
+impl Refusal {
+    pub(crate) fn is_shutdown(self) -> bool {
+        self == Refusal::ShuttingDown
+    }
+}
+
+pub(crate) struct Shared<P: Process> {
+    pub(crate) remotes: Box<[Remote<P>]>,
+    pub(crate) global: GlobalQueue<Task<P>>,
+    pub(crate) idle: Idle,
+    pub(crate) handlers: Handlers<P>,
+    pub(crate) hooks: Hooks<P>,
+    pub(crate) config: Config,
+    pub(crate) phase: AtomicUsize,
+    pub(crate) submitted: AtomicU64,
+    pub(crate) completed: AtomicU64,
+    pub(crate) undelivered: AtomicU64,
+    pub(crate) unknown_tags: AtomicU64,
+    pub(crate) forced: AtomicU64,
+    /// Last: dropped after every queue that points into it.
+    pub(crate) table: Table<P>,
+}
+
+impl<P: Process> Shared<P> {
+    pub(crate) fn phase(&self) -> usize {
+        // Acquire: pairs with the Release store in `set_phase`.
+        self.phase.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn set_phase(&self, phase: usize) {
+        // Release: what shutdown did before (e.g. sending cancels) is seen
+        // by a worker that reads the new phase.
+        self.phase.fetch_max(phase, Ordering::AcqRel);
+    }
+
+    /// Initialises `process` and puts it in the table (Ready); the caller
+    /// must queue the returned slot.
+    pub(crate) fn create(
+        &self,
+        mut process: P,
+        method: &str,
+        input: P::Input,
+        joiner: Option<Arc<JoinCell<P>>>,
+    ) -> Result<&Slot<P>, SpawnError<P>> {
+        if self.phase() != phase::RUNNING {
+            return Err(SpawnError::ShuttingDown(process));
+        }
+        if self.table.live() >= self.table.max_live() {
+            return Err(SpawnError::AtCapacity(process));
+        }
+        match catch_unwind(AssertUnwindSafe(|| process.init(method, input))) {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return Err(SpawnError::Init(process, ProcessError::Failed(e))),
+            Err(panic) => {
+                let message = panic_message(&*panic);
+                return Err(SpawnError::Init(process, ProcessError::Panicked(message)));
+            }
+        }
+        self.table
+            .insert(process, joiner)
+            .map_err(|(process, _full)| SpawnError::AtCapacity(process))
+    }
+
+    /// Queues `event` for `pid` and reports whether the process must now be
+    /// scheduled (by the caller). Refuses, handing the event back, if the
+    /// process is known to be gone before the event is queued.
+    pub(crate) fn deliver(
+        &self,
+        pid: Pid,
+        event: Event<P>,
+        kind: Wake,
+    ) -> Result<Option<Task<P>>, (Refusal, Event<P>)> {
+        if self.phase() == phase::EXITING {
+            return Err((Refusal::ShuttingDown, event));
+        }
+        let Some(slot) = self.table.get(pid.index()) else {
+            return Err((Refusal::NoSuchProcess, event));
+        };
+        let now = slot.state.load();
+        if now.generation() != pid.generation() {
+            // A generation the slot has passed is a finished process; one it
+            // has not reached was never issued.
+            let behind = now.generation().wrapping_sub(pid.generation()) as i32 > 0;
+            let why = if behind {
+                Refusal::Finished
+            } else {
+                Refusal::NoSuchProcess
+            };
+            return Err((why, event));
+        }
+        match now.lifecycle() {
+            Lifecycle::Free => return Err((Refusal::NoSuchProcess, event)),
+            Lifecycle::Complete => return Err((Refusal::Finished, event)),
+            _ => {}
+        }
+        slot.events.push(Envelope {
+            generation: pid.generation(),
+            event,
+        });
+        match slot.state.notify(pid.generation(), kind) {
+            Notify::Schedule => Ok(Some(Task::new(slot))),
+            // Finished or Stale now: the process ended after our check. The
+            // event is in its queue; the worker that closes the process (or
+            // the next one to use the slot) reports it as undelivered.
+            Notify::Nothing | Notify::Finished | Notify::Stale => Ok(None),
+        }
+    }
+
+    /// [`Shared::deliver`] from a thread that is not running this
+    /// process's step: a woken process goes to its last worker's inject
+    /// queue.
+    pub(crate) fn deliver_remote(
+        &self,
+        pid: Pid,
+        event: Event<P>,
+        kind: Wake,
+    ) -> Result<(), (Refusal, Event<P>)> {
+        if let Some(task) = self.deliver(pid, event, kind)? {
+            self.schedule_remote(task);
+        }
+        Ok(())
+    }
+
+    /// Queues a Ready process from outside the workers.
+    pub(crate) fn schedule_remote(&self, task: Task<P>) {
+        // Relaxed: an affinity hint; any worker may take it from there.
+        let worker = task.slot().last_worker.load(Ordering::Relaxed) % self.remotes.len();
+        self.remotes[worker].inject.push(task);
+        self.idle.notify_one();
+    }
+
+    /// Reports an event that reached no process.
+    pub(crate) fn undelivered(&self, pid: Pid, event: Event<P>) {
+        self.undelivered.fetch_add(1, Ordering::Relaxed);
+        if let Some(hook) = &self.hooks.on_undelivered {
+            hook(pid, event);
+        }
+    }
+
+    /// Whether any queue a worker could take from looks non-empty.
+    pub(crate) fn has_visible_work(&self) -> bool {
+        !self.global.is_empty()
+            || self
+                .remotes
+                .iter()
+                .any(|r| !r.inject.is_empty() || !r.stealer.is_empty())
+    }
+}
+
+impl<P: Process> Spawner<P> for Shared<P> {
+    fn spawn(&self, process: P, method: &str, input: P::Input) -> Result<Pid, SpawnError<P>> {
+        self.create(process, method, input, None).map(Slot::pid)
+    }
+}

@@ -1,0 +1,180 @@
+//! Counters each worker keeps about itself, and the [`Stats`] snapshot.
+
+use crate::sync::{AtomicU64, Ordering};
+use core::fmt;
+
+/// Counters written by one worker only and read by anyone.
+///
+/// Single writer, so an increment is a Relaxed load and store, not an RMW:
+/// counting costs a worker nothing it would notice.
+#[derive(Default)]
+pub(crate) struct Counters {
+    pub(crate) steps: Counter,
+    pub(crate) steal_attempts: Counter,
+    pub(crate) steals: Counter,
+    pub(crate) stolen: Counter,
+    pub(crate) global_takes: Counter,
+    pub(crate) inject_takes: Counter,
+    pub(crate) spins: Counter,
+    pub(crate) parks: Counter,
+    pub(crate) wakeups: Counter,
+}
+
+#[derive(Default)]
+pub(crate) struct Counter(AtomicU64);
+
+impl Counter {
+    /// Adds `n`. Only the owning worker calls this.
+    #[inline]
+    pub(crate) fn add(&self, n: u64) {
+        // Relaxed load and store: single writer; readers want a recent
+        // value, not a synchronisation point.
+        let value = self.0.load(Ordering::Relaxed);
+        self.0.store(value.wrapping_add(n), Ordering::Relaxed);
+    }
+
+    pub(crate) fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+impl Counters {
+    pub(crate) fn snapshot(&self, local_queue: usize) -> WorkerStats {
+        WorkerStats {
+            steps: self.steps.get(),
+            steal_attempts: self.steal_attempts.get(),
+            steals: self.steals.get(),
+            stolen: self.stolen.get(),
+            global_takes: self.global_takes.get(),
+            inject_takes: self.inject_takes.get(),
+            spins: self.spins.get(),
+            parks: self.parks.get(),
+            wakeups: self.wakeups.get(),
+            local_queue,
+        }
+    }
+}
+
+/// One worker's counters, as read by [`Scheduler::stats`](super::Scheduler::stats).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WorkerStats {
+    /// Steps run.
+    pub steps: u64,
+    /// Times it looked into another worker's queues.
+    pub steal_attempts: u64,
+    /// Steal attempts that took something.
+    pub steals: u64,
+    /// Processes taken by those steals.
+    pub stolen: u64,
+    /// Batches taken from the global queue.
+    pub global_takes: u64,
+    /// Batches taken from its own inject queue.
+    pub inject_takes: u64,
+    /// Idle rounds spent spinning or yielding.
+    pub spins: u64,
+    /// Times it parked.
+    pub parks: u64,
+    /// Times it was woken from a park.
+    pub wakeups: u64,
+    /// Processes in its local deque when read.
+    pub local_queue: usize,
+}
+
+/// A snapshot of the scheduler's counters. Each number is exact for its own
+/// counter; they are not read at one instant.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// One entry per worker, by index.
+    pub workers: Vec<WorkerStats>,
+    /// Live processes (submitted or spawned, not yet closed).
+    pub live: usize,
+    /// Processes submitted from outside.
+    pub submitted: u64,
+    /// Processes that ended, by any way.
+    pub completed: u64,
+    /// Events that reached no process (target finished or stale).
+    pub undelivered: u64,
+    /// Completions whose tag the process was not waiting for.
+    pub unknown_tags: u64,
+    /// Whether the global queue held work when read.
+    pub global_queue_nonempty: bool,
+    /// Workers spinning when read.
+    pub spinning: usize,
+    /// Workers parked when read.
+    pub sleeping: usize,
+}
+
+impl Stats {
+    /// The sum of every worker's counters.
+    pub fn total(&self) -> WorkerStats {
+        self.workers
+            .iter()
+            .fold(WorkerStats::default(), |a, w| WorkerStats {
+                steps: a.steps + w.steps,
+                steal_attempts: a.steal_attempts + w.steal_attempts,
+                steals: a.steals + w.steals,
+                stolen: a.stolen + w.stolen,
+                global_takes: a.global_takes + w.global_takes,
+                inject_takes: a.inject_takes + w.inject_takes,
+                spins: a.spins + w.spins,
+                parks: a.parks + w.parks,
+                wakeups: a.wakeups + w.wakeups,
+                local_queue: a.local_queue + w.local_queue,
+            })
+    }
+}
+
+impl fmt::Display for Stats {
+    /// A table, one row per worker and a total.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "{:>7} {:>10} {:>9} {:>8} {:>8} {:>8} {:>8} {:>9} {:>7} {:>8} {:>6}",
+            "worker",
+            "steps",
+            "attempts",
+            "steals",
+            "stolen",
+            "global",
+            "inject",
+            "spins",
+            "parks",
+            "wakeups",
+            "queue"
+        )?;
+        let total = self.total();
+        let rows = self
+            .workers
+            .iter()
+            .enumerate()
+            .map(|(i, w)| (i.to_string(), w));
+        for (name, w) in rows.chain(core::iter::once(("total".to_owned(), &total))) {
+            writeln!(
+                f,
+                "{:>7} {:>10} {:>9} {:>8} {:>8} {:>8} {:>8} {:>9} {:>7} {:>8} {:>6}",
+                name,
+                w.steps,
+                w.steal_attempts,
+                w.steals,
+                w.stolen,
+                w.global_takes,
+                w.inject_takes,
+                w.spins,
+                w.parks,
+                w.wakeups,
+                w.local_queue
+            )?;
+        }
+        write!(
+            f,
+            "live {}  submitted {}  completed {}  undelivered {}  unknown tags {}  spinning {}  sleeping {}",
+            self.live,
+            self.submitted,
+            self.completed,
+            self.undelivered,
+            self.unknown_tags,
+            self.spinning,
+            self.sleeping
+        )
+    }
+}

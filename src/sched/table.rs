@@ -1,0 +1,404 @@
+//! The process table: a lock-free slab of process slots, indexed by PID.
+//!
+//! Slots live in pages that are allocated on first use and never freed
+//! before the table drops, so a `&Slot` stays valid for the table's life and
+//! run queues can carry plain slot pointers ([`Task`]). Page `k` holds
+//! `FIRST_PAGE << k` slots, so an index maps to its page with one
+//! leading-zeros count: lookup is O(1) and takes no lock.
+//!
+//! Free slots form a Treiber stack threaded through `Slot::next_free`; its
+//! head packs a tag that every push and pop bumps, so a popper whose view is
+//! stale fails its CAS instead of suffering ABA. Indices never used before
+//! come from the `fresh` counter.
+//!
+//! A slot is reused across processes; its [`StateWord`] generation tells the
+//! incarnations apart (see [`Pid`]). Events are tagged with the generation
+//! they were sent to, so an event that lands in the queue after its process
+//! ended is recognised and reported instead of reaching the next one.
+
+use crate::deque::Pointer;
+use crate::mpsc::Queue;
+use crate::padded::CachePadded;
+use crate::process::state::StateWord;
+use crate::process::{Event, Pid, Process};
+use crate::sync::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering, UnsafeCell};
+use core::ptr::NonNull;
+use std::time::Instant;
+
+use super::join::JoinCell;
+
+const FIRST_PAGE_BITS: u32 = 6;
+const FIRST_PAGE: u32 = 1 << FIRST_PAGE_BITS;
+/// Enough pages for every `u32` index.
+const PAGES: usize = (32 - FIRST_PAGE_BITS) as usize;
+
+/// An event and the generation of the process it was sent to.
+pub(crate) struct Envelope<P: Process> {
+    pub(crate) generation: u32,
+    pub(crate) event: Event<P>,
+}
+
+/// What only the worker holding a process (state Running), or its creator
+/// before it is first queued, may touch.
+pub(crate) struct Body<P: Process> {
+    pub(crate) process: Option<P>,
+    /// Tags of yielded commands not yet completed.
+    pub(crate) pending: Vec<u64>,
+    pub(crate) joiner: Option<std::sync::Arc<JoinCell<P>>>,
+    pub(crate) steps: u64,
+    pub(crate) started: Option<Instant>,
+}
+
+/// One process's slot.
+pub(crate) struct Slot<P: Process> {
+    pub(crate) state: StateWord,
+    /// Events for the process. Any thread pushes; the worker holding the
+    /// process pops (the Running state serialises consumers).
+    pub(crate) events: Queue<Envelope<P>>,
+    pub(crate) body: UnsafeCell<Body<P>>,
+    /// The worker that last ran the process: where remote wakeups send it.
+    /// A hint only (Relaxed).
+    pub(crate) last_worker: AtomicUsize,
+    /// Next free slot index + 1 (0: none); meaningful only while free.
+    next_free: AtomicU32,
+    index: u32,
+}
+
+// SAFETY: `body` is only accessed by the one thread that holds the process
+// (the state word's Running, or creation before the first Release that
+// queues it), so sharing `&Slot` is sound when the process and its events
+// can move between threads (`P: Send`, which `Process` requires, and
+// `Event<P>`'s payloads are `Send`).
+unsafe impl<P: Process> Sync for Slot<P> {}
+// SAFETY: as above: every field is either atomic or owned by one thread at a
+// time.
+unsafe impl<P: Process> Send for Slot<P> {}
+
+impl<P: Process> Slot<P> {
+    fn new(index: u32) -> Self {
+        Slot {
+            state: StateWord::new(),
+            events: Queue::new(),
+            body: UnsafeCell::new(Body {
+                process: None,
+                pending: Vec::new(),
+                joiner: None,
+                steps: 0,
+                started: None,
+            }),
+            last_worker: AtomicUsize::new(0),
+            next_free: AtomicU32::new(0),
+            index,
+        }
+    }
+
+    /// The PID of the slot's current process.
+    pub(crate) fn pid(&self) -> Pid {
+        Pid::new(self.index, self.state.load().generation())
+    }
+
+    /// The body.
+    ///
+    /// # Safety
+    ///
+    /// The caller must hold the process: it is the worker that moved it to
+    /// Running, or its creator before it was first queued; and it must not
+    /// keep the reference past its next transition of the state word.
+    #[allow(clippy::mut_from_ref)]
+    pub(crate) unsafe fn body(&self) -> &mut Body<P> {
+        // SAFETY: the caller holds the process, so no one else touches the
+        // body until the caller's next Release transition of the state word.
+        unsafe { &mut *self.body.get() }
+    }
+}
+
+/// A pointer to a slot, as carried by run queues.
+pub(crate) struct Task<P: Process>(NonNull<Slot<P>>);
+
+impl<P: Process> Task<P> {
+    pub(crate) fn new(slot: &Slot<P>) -> Self {
+        Task(NonNull::from(slot))
+    }
+
+    /// The slot. The reference is not tied to the `Task` (which is only a
+    /// pointer): it is valid as long as the table, which every holder of a
+    /// `Task` keeps alive through its `Arc<Shared>`.
+    pub(crate) fn slot<'a>(&self) -> &'a Slot<P> {
+        // SAFETY: slots are never freed before the table, and the table
+        // outlives every run queue and worker (they all hold the `Shared`
+        // that owns it; its queues drop before it).
+        unsafe { self.0.as_ref() }
+    }
+}
+
+// SAFETY: a `Task` is a pointer to a `Sync` slot; moving it between threads
+// moves the right to run the process (exactly one `Task` exists per Ready
+// process).
+unsafe impl<P: Process> Send for Task<P> {}
+
+// SAFETY: `into_raw`/`from_raw` are the identity on a non-null pointer, and a
+// `Task` owns nothing, so a lost or duplicated raw value cannot free twice.
+unsafe impl<P: Process> Pointer for Task<P> {
+    fn into_raw(self) -> NonNull<()> {
+        self.0.cast()
+    }
+
+    unsafe fn from_raw(p: NonNull<()>) -> Self {
+        Task(p.cast())
+    }
+}
+
+/// Why the table could not hand out a slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Full {
+    /// `max_live` processes are live.
+    AtCapacity,
+}
+
+/// The process table.
+pub(crate) struct Table<P: Process> {
+    pages: [AtomicPtr<Slot<P>>; PAGES],
+    /// Treiber stack head: `tag << 32 | (index + 1)`, `index + 1 == 0` empty.
+    free: CachePadded<AtomicU64>,
+    /// The next index never handed out.
+    fresh: AtomicU32,
+    /// Live processes (allocated and not yet freed).
+    live: CachePadded<AtomicUsize>,
+    max_live: usize,
+}
+
+impl<P: Process> Table<P> {
+    pub(crate) fn new(max_live: Option<usize>) -> Self {
+        Table {
+            pages: core::array::from_fn(|_| AtomicPtr::new(core::ptr::null_mut())),
+            free: CachePadded(AtomicU64::new(0)),
+            fresh: AtomicU32::new(0),
+            live: CachePadded(AtomicUsize::new(0)),
+            // Indices are u32 and the last one is kept unused.
+            max_live: max_live.unwrap_or(usize::MAX).min(u32::MAX as usize - 1),
+        }
+    }
+
+    fn page_of(index: u32) -> (usize, usize) {
+        let shifted = u64::from(index) + u64::from(FIRST_PAGE);
+        let page = 63 - shifted.leading_zeros() - FIRST_PAGE_BITS;
+        let offset = shifted - (u64::from(FIRST_PAGE) << page);
+        (page as usize, offset as usize)
+    }
+
+    /// The slot at `index`, if its page exists.
+    pub(crate) fn get(&self, index: u32) -> Option<&Slot<P>> {
+        let (page, offset) = Self::page_of(index);
+        // Acquire: pairs with the Release CAS in `page`: the slots are
+        // initialised before we read them.
+        let base = self.pages[page].load(Ordering::Acquire);
+        if base.is_null() {
+            return None;
+        }
+        // SAFETY: page `page` holds `FIRST_PAGE << page` initialised slots
+        // and `offset` is below that; pages live as long as the table.
+        Some(unsafe { &*base.add(offset) })
+    }
+
+    /// The slot at `index`, allocating its page if needed.
+    fn page(&self, index: u32) -> &Slot<P> {
+        if let Some(slot) = self.get(index) {
+            return slot;
+        }
+        let (page, _) = Self::page_of(index);
+        let first = (FIRST_PAGE << page) - FIRST_PAGE;
+        let slots: Box<[Slot<P>]> = (0..FIRST_PAGE << page)
+            .map(|i| Slot::new(first + i))
+            .collect();
+        let new = Box::into_raw(slots) as *mut Slot<P>;
+        // Release: publishes the initialised slots (Acquire in `get`).
+        if let Err(_other) = self.pages[page].compare_exchange(
+            core::ptr::null_mut(),
+            new,
+            Ordering::Release,
+            Ordering::Acquire,
+        ) {
+            // Another thread allocated the page first: free ours.
+            let len = (FIRST_PAGE << page) as usize;
+            // SAFETY: `new` came from `Box::into_raw` of a slice of `len`
+            // slots just above, and was never shared.
+            drop(unsafe { Box::from_raw(core::ptr::slice_from_raw_parts_mut(new, len)) });
+        }
+        self.get(index).expect("page was just allocated")
+    }
+
+    /// Takes a free slot and makes it Ready with `process` in it; returns
+    /// the slot (its PID is `slot.pid()`). The caller must queue it.
+    pub(crate) fn insert(
+        &self,
+        process: P,
+        joiner: Option<std::sync::Arc<JoinCell<P>>>,
+    ) -> Result<&Slot<P>, (P, Full)> {
+        // Relaxed: the count is a limit, not a synchronisation point.
+        if self.live.fetch_add(1, Ordering::Relaxed) >= self.max_live {
+            self.live.fetch_sub(1, Ordering::Relaxed);
+            return Err((process, Full::AtCapacity));
+        }
+        let slot = match self.pop_free() {
+            Some(slot) => slot,
+            None => {
+                let index = self.fresh.fetch_add(1, Ordering::Relaxed);
+                assert!(
+                    index < u32::MAX,
+                    "stepsched: process table index space exhausted"
+                );
+                self.page(index)
+            }
+        };
+        // SAFETY: the slot is Free and was just taken from the free list (or
+        // is fresh): no one else holds it until `activate` publishes it.
+        let body = unsafe { slot.body() };
+        body.process = Some(process);
+        body.pending.clear();
+        body.joiner = joiner;
+        body.steps = 0;
+        body.started = Some(Instant::now());
+        let _generation = slot.state.activate();
+        Ok(slot)
+    }
+
+    /// Returns a slot whose process has completed and been drained.
+    pub(crate) fn remove(&self, slot: &Slot<P>) {
+        slot.state.free();
+        self.push_free(slot);
+        self.live.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// The most live processes allowed.
+    pub(crate) fn max_live(&self) -> usize {
+        self.max_live
+    }
+
+    /// The number of live processes.
+    pub(crate) fn live(&self) -> usize {
+        self.live.load(Ordering::Relaxed)
+    }
+
+    /// Every slot handed out so far (free or not), in index order.
+    pub(crate) fn slots(&self) -> impl Iterator<Item = &Slot<P>> + '_ {
+        let end = self.fresh.load(Ordering::Acquire).min(u32::MAX - 1);
+        (0..end).filter_map(move |i| self.get(i))
+    }
+
+    fn pop_free(&self) -> Option<&Slot<P>> {
+        // Acquire: pairs with the Release CAS in `push_free`, so the
+        // `next_free` we read is the one written before that push.
+        let mut head = self.free.load(Ordering::Acquire);
+        loop {
+            let top = head as u32;
+            if top == 0 {
+                return None;
+            }
+            let slot = self.get(top - 1).expect("free slots have pages");
+            // Relaxed: ordered by the Acquire load of `head` above; if the
+            // slot was popped and pushed since, the tag makes the CAS fail.
+            let next = slot.next_free.load(Ordering::Relaxed);
+            let new = ((head >> 32).wrapping_add(1) << 32) | u64::from(next);
+            match self
+                .free
+                .compare_exchange_weak(head, new, Ordering::Acquire, Ordering::Acquire)
+            {
+                Ok(_) => return Some(slot),
+                Err(actual) => head = actual,
+            }
+        }
+    }
+
+    fn push_free(&self, slot: &Slot<P>) {
+        let mut head = self.free.load(Ordering::Relaxed);
+        loop {
+            // Relaxed: published by the Release CAS below.
+            slot.next_free.store(head as u32, Ordering::Relaxed);
+            let new = ((head >> 32).wrapping_add(1) << 32) | u64::from(slot.index + 1);
+            match self
+                .free
+                .compare_exchange_weak(head, new, Ordering::Release, Ordering::Relaxed)
+            {
+                Ok(_) => return,
+                Err(actual) => head = actual,
+            }
+        }
+    }
+}
+
+impl<P: Process> Drop for Table<P> {
+    fn drop(&mut self) {
+        for (page, base) in self.pages.iter().enumerate() {
+            let base = base.load(Ordering::Relaxed);
+            if !base.is_null() {
+                let len = (FIRST_PAGE << page) as usize;
+                // SAFETY: every page came from `Box::into_raw` of `len` slots
+                // and the table is the last user.
+                drop(unsafe { Box::from_raw(core::ptr::slice_from_raw_parts_mut(base, len)) });
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Table;
+    use crate::process::{Event, NoCommand, Process, StepOutput};
+
+    struct Nop;
+
+    impl Process for Nop {
+        type Input = ();
+        type Message = ();
+        type Command = NoCommand;
+        type Reply = ();
+        type Output = ();
+        type Error = ();
+
+        fn init(&mut self, _: &str, _: ()) -> Result<(), ()> {
+            Ok(())
+        }
+
+        fn step(
+            &mut self,
+            _: &mut Vec<Event<Self>>,
+            _: &mut StepOutput<'_, Self>,
+        ) -> Result<(), ()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn page_of_maps_indices_to_doubling_pages() {
+        type T = Table<Nop>;
+        assert_eq!(T::page_of(0), (0, 0));
+        assert_eq!(T::page_of(63), (0, 63));
+        assert_eq!(T::page_of(64), (1, 0));
+        assert_eq!(T::page_of(191), (1, 127));
+        assert_eq!(T::page_of(192), (2, 0));
+        assert_eq!(T::page_of(u32::MAX).0, super::PAGES - 1);
+    }
+
+    #[test]
+    fn freed_slots_are_reused_with_a_new_generation() {
+        let table = Table::<Nop>::new(Some(2));
+        let a = table.insert(Nop, None).ok().expect("room for a");
+        let pid_a = a.pid();
+        let b = table.insert(Nop, None).ok().expect("room for b");
+        assert_ne!(pid_a.index(), b.pid().index());
+        assert!(table.insert(Nop, None).is_err(), "limit of 2");
+        assert_eq!(
+            a.state.start(),
+            crate::process::state::Start::Step { last: false }
+        );
+        a.state.complete();
+        table.remove(a);
+        let c = table
+            .insert(Nop, None)
+            .ok()
+            .expect("a's slot is free again");
+        assert_eq!(c.pid().index(), pid_a.index());
+        assert_eq!(c.pid().generation(), pid_a.generation() + 1);
+        assert_eq!(table.live(), 2);
+    }
+}
