@@ -410,6 +410,66 @@ models! {
         assert_all_dropped(5);
     }
 
+    /// Trap 1 with growth: a thief reads a full capacity-2 ring; the owner
+    /// pops the newest item and pushes two, the second of which grows the
+    /// ring. The thief's claim, read from the retired ring, must fail or
+    /// still be exact.
+    fn stale_thief_vs_pop_then_push_with_growth<T>() [Id => stale_thief_vs_pop_then_push_with_growth] {
+        let w: Worker<T> = Worker::with_capacity(2);
+        push(&w, 0..2);
+        let s = w.stealer();
+        let thief = thread::spawn(move || steal_half(&s));
+        let mut got = pop(&w);
+        push(&w, 2..4);
+        got.extend(thief.join().unwrap());
+        got.extend(drain(&w));
+        assert_exactly_once(w, got, 4);
+        assert_all_dropped(4);
+    }
+
+    /// The owner's cached `top` is stale: two items were stolen before the
+    /// race, so its first pop looks far from `top` by the cache but must
+    /// re-check against the real `top`, and its second pop is within reach
+    /// of the thief's concurrent claim.
+    fn pop_with_stale_cached_top_vs_steal_half_into<T>() [
+        Id => pop_with_stale_cached_top_vs_steal_half_into
+    ] {
+        let w: Worker<T> = Worker::with_capacity(8);
+        push(&w, 0..5);
+        let s = w.stealer();
+        let mut got = steal(&s);
+        got.extend(steal(&s)); // top = 2; the owner has not looked
+        let thief = thread::spawn(move || steal_half(&s));
+        got.extend(pop(&w));
+        got.extend(pop(&w));
+        got.extend(thief.join().unwrap());
+        got.extend(drain(&w));
+        assert_exactly_once(w, got, 5);
+        assert_all_dropped(5);
+    }
+
+    /// Chained stealing: thief A moves a batch into its own deque while
+    /// thief B steals from A's deque, so `steal_half_into`'s pushes onto
+    /// the destination race a steal from it.
+    fn chained_steal_from_a_thiefs_deque<T>() [Id => chained_steal_from_a_thiefs_deque] {
+        let w: Worker<T> = Worker::with_capacity(4);
+        push(&w, 0..4);
+        let s = w.stealer();
+        let dest: Worker<T> = Worker::with_capacity(1);
+        let dest_stealer = dest.stealer();
+        let a = thread::spawn(move || {
+            let mut got: Vec<usize> = s.steal_half_into(&dest).success().map(T::redeem).into_iter().collect();
+            got.extend(drain(&dest));
+            got
+        });
+        let b = thread::spawn(move || steal(&dest_stealer));
+        let mut got = a.join().unwrap();
+        got.extend(b.join().unwrap());
+        got.extend(drain(&w));
+        assert_exactly_once(w, got, 4);
+        assert_all_dropped(4);
+    }
+
     /// The smallest trap-1 shape, with a plain `steal`: the owner pops the
     /// item the thief has read and pushes a new one into the same slot.
     fn stale_steal_vs_pop_then_push_same_slot<T>() [Id => stale_steal_vs_pop_then_push_same_slot] {

@@ -74,6 +74,44 @@ fn two_consumers_take_batches_while_a_producer_pushes() {
     });
 }
 
+/// The same with two producers pushing one item each, so the consumers also
+/// meet two concurrent pushes (and their mid-link windows) at the queue's
+/// head. Each item is taken exactly once.
+#[test]
+fn two_consumers_take_batches_while_two_producers_push() {
+    loom::model(|| {
+        let global = Arc::new(GlobalQueue::new());
+        let producers: Vec<_> = [1, 2]
+            .into_iter()
+            .map(|i| {
+                let global = Arc::clone(&global);
+                thread::spawn(move || global.push(i))
+            })
+            .collect();
+        let consumer = {
+            let global = Arc::clone(&global);
+            thread::spawn(move || {
+                let mut batch = Vec::new();
+                let take = global.take_batch(|i| batch.push(i));
+                let mut got = Vec::new();
+                collect(take, batch, &mut got);
+                got
+            })
+        };
+        let mut batch = Vec::new();
+        let take = global.take_batch(|i| batch.push(i));
+        let mut all = Vec::new();
+        collect(take, batch, &mut all);
+        producers.into_iter().for_each(|h| h.join().unwrap());
+        all.extend(consumer.join().unwrap());
+        while let Some(i) = global.take_one().first() {
+            all.push(i);
+        }
+        all.sort_unstable();
+        assert_eq!(all, [1, 2]);
+    });
+}
+
 /// Items nobody took are dropped with the queue, and taken ones are not
 /// dropped again (loom reports leaked `Arc`s; `strong_count` catches a
 /// double drop).

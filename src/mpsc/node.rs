@@ -104,8 +104,8 @@ pub(super) struct Spare<T> {
     head: *mut Node<T>,
     /// Number of nodes in the chain, at most [`SPARE_MAX`].
     len: usize,
-    /// Calls to `recycle` so far (wrapping); paces `publish`.
-    ticks: usize,
+    /// Calls to `recycle` left before the next `publish`, 1..=PUBLISH_BATCH.
+    until_publish: usize,
 }
 
 impl<T> Spare<T> {
@@ -113,7 +113,7 @@ impl<T> Spare<T> {
         Spare {
             head: ptr::null_mut(),
             len: 0,
-            ticks: 0,
+            until_publish: PUBLISH_BATCH,
         }
     }
 
@@ -135,8 +135,9 @@ impl<T> Spare<T> {
             // SAFETY: the caller owns `node` and its item is gone.
             unsafe { Node::dealloc(node) };
         }
-        self.ticks = self.ticks.wrapping_add(1);
-        if self.ticks % PUBLISH_BATCH == 0 {
+        self.until_publish -= 1;
+        if self.until_publish == 0 {
+            self.until_publish = PUBLISH_BATCH;
             self.publish(free);
         }
     }

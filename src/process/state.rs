@@ -58,6 +58,7 @@ pub enum Lifecycle {
 }
 
 impl Lifecycle {
+    #[inline]
     fn from_bits(bits: u64) -> Lifecycle {
         match bits & LIFECYCLE {
             0 => Lifecycle::Idle,
@@ -77,30 +78,36 @@ pub struct Snapshot(u64);
 
 impl Snapshot {
     /// The lifecycle state.
+    #[inline]
     pub fn lifecycle(self) -> Lifecycle {
         Lifecycle::from_bits(self.0)
     }
 
     /// The slot generation.
+    #[inline]
     pub fn generation(self) -> u32 {
         (self.0 >> GENERATION_SHIFT) as u32
     }
 
     /// Whether a completion or cancel arrived during the current step.
+    #[inline]
     pub fn is_woken(self) -> bool {
         self.0 & WOKEN != 0
     }
 
     /// Whether a message arrived during the current step.
+    #[inline]
     pub fn is_messaged(self) -> bool {
         self.0 & MESSAGED != 0
     }
 
     /// Whether terminate was requested.
+    #[inline]
     pub fn is_terminating(self) -> bool {
         self.0 & TERMINATE != 0
     }
 
+    #[inline]
     fn with_lifecycle(self, lifecycle: Lifecycle) -> u64 {
         (self.0 & !LIFECYCLE) | lifecycle as u64
     }
@@ -189,6 +196,7 @@ impl StateWord {
     }
 
     /// Reads the word.
+    #[inline]
     pub fn load(&self) -> Snapshot {
         // Acquire: pairs with the Release half of the last CAS, so a caller
         // that sees e.g. Complete also sees what happened before it.
@@ -197,6 +205,7 @@ impl StateWord {
 
     /// Runs `f` on the current value until its CAS succeeds or `f` declines
     /// (returns no new value); returns `f`'s verdict.
+    #[inline]
     fn update<R>(&self, mut f: impl FnMut(Snapshot) -> (Option<u64>, R)) -> R {
         let mut current = self.load();
         loop {
@@ -234,6 +243,7 @@ impl StateWord {
 
     /// Delivers a wakeup of `kind` to the process of `generation`, after its
     /// event has been pushed onto the process's queue.
+    #[inline]
     pub fn notify(&self, generation: u32, kind: Wake) -> Notify {
         self.update(|s| {
             if s.generation() != generation {
@@ -283,6 +293,7 @@ impl StateWord {
     /// # Panics
     ///
     /// If the process is not Ready (it was queued twice).
+    #[inline]
     pub fn start(&self) -> Start {
         self.update(|s| {
             assert_eq!(
@@ -304,6 +315,7 @@ impl StateWord {
 
     /// Running -> Ready, Blocked or Idle at the end of a step, honouring the
     /// wakeup bits set while it ran.
+    #[inline]
     pub fn end_step(&self, park: Park) -> AfterStep {
         self.update(|s| {
             debug_assert_eq!(s.lifecycle(), Lifecycle::Running);
@@ -328,6 +340,7 @@ impl StateWord {
     }
 
     /// Running -> Complete. Later notifiers get [`Notify::Finished`].
+    #[inline]
     pub fn complete(&self) {
         self.update(|s| {
             debug_assert_eq!(s.lifecycle(), Lifecycle::Running);

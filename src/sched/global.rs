@@ -1,50 +1,7 @@
 //! The global run queue: many producers, many consumers, FIFO.
 //!
-//! # How it works
-//!
-//! It is an [`mpsc::Queue`](crate::mpsc::Queue) plus a *consumer token*, one
-//! `AtomicBool`. Producers push straight into the MPSC queue, so submitting
-//! stays wait-free and never touches the token. A worker that wants work
-//! takes the token with one CAS, pops one item for itself and up to [`BATCH`]
-//! more for its local deque, and puts the token back. A worker whose CAS
-//! fails does not wait: it gets [`Take::Busy`] and goes on to steal. So
-//! consumers are serialised among themselves (which is what makes the MPSC
-//! `pop` contract hold), but no worker ever blocks on another.
-//!
-//! **Token invariant:** only the thread whose CAS moved the token from
-//! `false` to `true` calls `pop`, until it stores `false`. The CAS is
-//! Acquire and the store Release, so each holder's pops happen before the
-//! next holder's: exactly the ordering `mpsc::Queue::pop` asks of
-//! successive consumers.
-//!
-//! # Emptiness, and why there is no `len`
-//!
-//! [`GlobalQueue::is_empty`] is the MPSC queue's: a few loads, no lock, no
-//! token, and it reports an item whose push is still mid-link as present
-//! (DESIGN.md trap 4). An exact or even approximate length would cost every
-//! push a contended read-modify-write on a shared counter, doubling the
-//! atomic traffic of a submission; the scheduler only needs "is there
-//! anything", so we do not pay for it.
-//!
-//! # Example
-//!
-//! ```
-//! use stepsched::sched::{GlobalQueue, Take};
-//!
-//! let global = GlobalQueue::new();
-//! (0..20).for_each(|i| global.push(i));
-//!
-//! let mut local = Vec::new();
-//! match global.take_batch(|item| local.push(item)) {
-//!     Take::Taken { first, moved } => {
-//!         assert_eq!(first, 0);
-//!         assert_eq!(moved, 16);
-//!         assert_eq!(local, (1..17).collect::<Vec<_>>());
-//!     }
-//!     other => panic!("expected a batch, got {other:?}"),
-//! }
-//! assert!(!global.is_empty());
-//! ```
+//! The design (an MPSC queue plus a consumer token) is documented on
+//! [`GlobalQueue`], so that it shows in the public docs.
 
 use core::fmt;
 
@@ -55,19 +12,65 @@ use crate::sync::{AtomicBool, Ordering};
 /// How many items a take moves to the taker's local deque besides the one it
 /// returns (DESIGN.md: "take one, move up to 16 more").
 ///
-/// Derivation: a take costs one token CAS and one release store, roughly a
-/// single contended cache miss (~50-100 ns); a pop is a few ns. Moving 16
-/// amortises the token over 17 items so it is under half the per-item cost,
-/// while one worker holds the token for under ~200 ns and leaves the rest of
-/// a burst for the other workers (Go's `globrunqget` takes a share per P for
-/// the same reason).
+/// Derivation: a take costs one token CAS and one release store, about one
+/// contended cache-line transfer (~50-100 ns), while a pop costs a few ns.
+/// Moving 16 spreads the token over 17 items, a few ns each, about one pop's
+/// worth; holding the token for 17 pops (well under a microsecond) keeps the
+/// other workers' `Busy` windows short, and a burst larger than 17 is left
+/// for them (Go's `globrunqget` takes a share per P for the same reason).
+/// `global/push_take_batch_1000` and `global/1_producer_2_consumers` in
+/// `benches/mpsc.rs` measure it.
 pub const BATCH: usize = 16;
 
 /// The multi-producer, multi-consumer FIFO run queue shared by all workers.
 ///
-/// See the [module docs](self) for the design.
+/// # How it works
+///
+/// It is an [`mpsc::Queue`](crate::mpsc::Queue) plus a *consumer token*, one
+/// `AtomicBool`. Producers push straight into the MPSC queue, so submitting
+/// stays wait-free and never touches the token. A worker that wants work
+/// takes the token with one CAS, pops one item for itself and up to [`BATCH`]
+/// more for its local deque, and puts the token back. A worker whose CAS
+/// fails does not wait: it gets [`Take::Busy`] and goes on to steal. So
+/// consumers are serialised among themselves (which is what makes the MPSC
+/// `pop` contract hold), but no worker ever blocks on another.
+///
+/// **Token invariant:** only the thread whose CAS moved the token from
+/// `false` to `true` calls `pop`, until it stores `false`. The CAS is
+/// Acquire and the store Release, so each holder's pops happen before the
+/// next holder's: exactly the ordering `mpsc::Queue::pop` asks of
+/// successive consumers.
+///
+/// # Emptiness, and why there is no `len`
+///
+/// [`GlobalQueue::is_empty`] is the MPSC queue's: a few loads, no lock, no
+/// token, and it reports an item whose push is still mid-link as present
+/// (DESIGN.md trap 4). An exact or even approximate length would cost every
+/// push one more contended read-modify-write, on a counter every producer
+/// and consumer shares; the scheduler only needs "is there anything", so we
+/// do not pay for it.
 ///
 /// # Examples
+///
+/// ```
+/// use stepsched::sched::{GlobalQueue, Take};
+///
+/// let global = GlobalQueue::new();
+/// (0..20).for_each(|i| global.push(i));
+///
+/// let mut local = Vec::new();
+/// match global.take_batch(|item| local.push(item)) {
+///     Take::Taken { first, moved } => {
+///         assert_eq!(first, 0);
+///         assert_eq!(moved, 16);
+///         assert_eq!(local, (1..17).collect::<Vec<_>>());
+///     }
+///     other => panic!("expected a batch, got {other:?}"),
+/// }
+/// assert!(!global.is_empty());
+/// ```
+///
+/// Producers on any thread:
 ///
 /// ```
 /// use std::sync::Arc;

@@ -40,8 +40,9 @@ struct Parker {
     wake: Condvar,
 }
 
-/// The idle-worker bookkeeping shared by all workers.
-pub(crate) struct Idle {
+/// The idle-worker bookkeeping shared by all workers. Public (hidden) only
+/// so that the loom models in `loom-tests/` can drive the protocol.
+pub struct Idle {
     state: CachePadded<AtomicU64>,
     /// Indices of the sleeping workers. Locked only on the way to sleep and
     /// to wake someone: never on a path that finds work.
@@ -50,7 +51,8 @@ pub(crate) struct Idle {
 }
 
 impl Idle {
-    pub(crate) fn new(workers: usize) -> Self {
+    /// Bookkeeping for `workers` workers, none spinning or asleep.
+    pub fn new(workers: usize) -> Self {
         Idle {
             state: CachePadded(AtomicU64::new(0)),
             sleepers: Mutex::new(Vec::with_capacity(workers)),
@@ -65,7 +67,7 @@ impl Idle {
 
     /// Tries to become a spinner: allowed while spinners are fewer than half
     /// of the workers not asleep (at least one may always spin).
-    pub(crate) fn try_start_spinning(&self) -> bool {
+    pub fn try_start_spinning(&self) -> bool {
         let workers = self.parkers.len() as u64;
         // Relaxed: a heuristic limit; the CAS below is what counts.
         let mut state = self.state.load(Ordering::Relaxed);
@@ -91,7 +93,7 @@ impl Idle {
     /// Stops spinning (the worker found work). Returns `true` if it was the
     /// last spinner: it should then wake another worker, as more work may be
     /// queued behind what it found (Go's `resetspinning`).
-    pub(crate) fn stop_spinning(&self) -> bool {
+    pub fn stop_spinning(&self) -> bool {
         // SeqCst: as in `try_start_spinning`.
         let before = self.state.fetch_sub(SPINNER, Ordering::SeqCst);
         debug_assert!(spinning(before) > 0);
@@ -99,7 +101,7 @@ impl Idle {
     }
 
     /// Called after publishing work: wakes a sleeper if no worker spins.
-    pub(crate) fn notify_one(&self) -> bool {
+    pub fn notify_one(&self) -> bool {
         // SeqCst fence: pairs with the fence in `prepare_park`. The work was
         // made visible before this fence; a worker registered as sleeping
         // before its own fence is seen by the load below.
@@ -133,7 +135,7 @@ impl Idle {
     }
 
     /// Wakes every sleeper (shutdown).
-    pub(crate) fn wake_all(&self) {
+    pub fn wake_all(&self) {
         while self.wake_one() {}
         for index in 0..self.parkers.len() {
             self.unpark(index);
@@ -143,7 +145,7 @@ impl Idle {
     /// Registers worker `index` as a sleeper (leaving the spinners if
     /// `spinning`), then fences. The caller must re-check every queue and
     /// then call [`Idle::cancel_park`] (work found) or [`Idle::park`].
-    pub(crate) fn prepare_park(&self, index: usize, spinning: bool) {
+    pub fn prepare_park(&self, index: usize, spinning: bool) {
         {
             let mut sleepers = self.sleepers.lock().unwrap_or_else(|e| e.into_inner());
             sleepers.push(index);
@@ -156,7 +158,7 @@ impl Idle {
     }
 
     /// Withdraws a sleeper registration after the re-check found work.
-    pub(crate) fn cancel_park(&self, index: usize) {
+    pub fn cancel_park(&self, index: usize) {
         let mut sleepers = self.sleepers.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(at) = sleepers.iter().position(|&i| i == index) {
             sleepers.swap_remove(at);
@@ -172,7 +174,7 @@ impl Idle {
     }
 
     /// Sleeps until woken.
-    pub(crate) fn park(&self, index: usize) {
+    pub fn park(&self, index: usize) {
         let parker = &self.parkers[index];
         let mut notified = parker.notified.lock().unwrap_or_else(|e| e.into_inner());
         while !*notified {
@@ -191,7 +193,7 @@ impl Idle {
     }
 
     /// `(spinning, sleeping)` now.
-    pub(crate) fn counts(&self) -> (usize, usize) {
+    pub fn counts(&self) -> (usize, usize) {
         let state = self.state.load(Ordering::Relaxed);
         (spinning(state) as usize, sleeping(state) as usize)
     }

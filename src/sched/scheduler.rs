@@ -100,6 +100,7 @@ impl<P: Process> Scheduler<P> {
         handlers: Handlers<P>,
         hooks: Hooks<P>,
     ) -> io::Result<Self> {
+        let config_workers = config.workers;
         let deques: Vec<Worker<Task<P>>> = (0..config.workers).map(|_| Worker::new()).collect();
         let remotes = deques
             .iter()
@@ -118,11 +119,10 @@ impl<P: Process> Scheduler<P> {
             config,
             phase: AtomicUsize::new(phase::RUNNING),
             submitted: AtomicU64::new(0),
-            completed: AtomicU64::new(0),
             undelivered: AtomicU64::new(0),
             unknown_tags: AtomicU64::new(0),
             forced: AtomicU64::new(0),
-            table: Table::new(max_processes),
+            table: Table::new(config_workers, max_processes),
         });
         let scheduler = Scheduler {
             shared: Arc::clone(&shared),
@@ -186,7 +186,7 @@ impl<P: Process> Scheduler<P> {
         joiner: Option<Arc<JoinCell<P>>>,
     ) -> Result<Pid, SpawnError<P>> {
         let shared = &*self.shared;
-        let slot = shared.create(process, method, input, joiner)?;
+        let slot = shared.create(process, method, input, joiner, None)?;
         let pid = slot.pid();
         // Relaxed: a statistic.
         shared.submitted.fetch_add(1, Ordering::Relaxed);
@@ -268,7 +268,7 @@ impl<P: Process> Scheduler<P> {
                 .collect(),
             live: shared.table.live(),
             submitted: shared.submitted.load(Ordering::Relaxed),
-            completed: shared.completed.load(Ordering::Relaxed),
+            completed: shared.table.closed(),
             undelivered: shared.undelivered.load(Ordering::Relaxed),
             unknown_tags: shared.unknown_tags.load(Ordering::Relaxed),
             global_queue_nonempty: !shared.global.is_empty(),
@@ -288,7 +288,7 @@ impl<P: Process> Scheduler<P> {
         }
         let shared = &*self.shared;
         let deadline = Instant::now() + timeout;
-        let completed_before = shared.completed.load(Ordering::Relaxed);
+        let completed_before = shared.table.closed();
         shared.set_phase(phase::STOPPING);
         let mut report = ShutdownReport::default();
         for slot in shared.table.slots() {
@@ -303,7 +303,7 @@ impl<P: Process> Scheduler<P> {
             }
         }
         wait_until(deadline, || shared.table.live() == 0);
-        report.completed = (shared.completed.load(Ordering::Relaxed) - completed_before) as usize;
+        report.completed = (shared.table.closed() - completed_before) as usize;
         if shared.table.live() > 0 {
             report.timed_out = true;
             shared.set_phase(phase::FORCING);

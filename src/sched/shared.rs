@@ -6,7 +6,8 @@ use super::global::GlobalQueue;
 use super::handler::Handlers;
 use super::idle::Idle;
 use super::stats::Counters;
-use super::table::{Envelope, Slot, Table, Task};
+use super::table::{Envelope, FreeCache, Slot, Table, Task};
+use core::cell::RefCell;
 use crate::deque::Stealer;
 use crate::process::state::{Lifecycle, Notify, Wake};
 use crate::process::{
@@ -86,7 +87,6 @@ pub(crate) struct Shared<P: Process> {
     pub(crate) config: Config,
     pub(crate) phase: AtomicUsize,
     pub(crate) submitted: AtomicU64,
-    pub(crate) completed: AtomicU64,
     pub(crate) undelivered: AtomicU64,
     pub(crate) unknown_tags: AtomicU64,
     pub(crate) forced: AtomicU64,
@@ -114,11 +114,15 @@ impl<P: Process> Shared<P> {
         method: &str,
         input: P::Input,
         joiner: Option<Arc<JoinCell<P>>>,
+        local: Option<&mut FreeCache>,
     ) -> Result<&Slot<P>, SpawnError<P>> {
         if self.phase() != phase::RUNNING {
             return Err(SpawnError::ShuttingDown(process));
         }
-        if self.table.live() >= self.table.max_live() {
+        // A first, cheap look, so that a process we would refuse is not
+        // initialised; `insert` enforces the limit exactly.
+        let max = self.table.max_live();
+        if max != usize::MAX && self.table.live() >= max {
             return Err(SpawnError::AtCapacity(process));
         }
         match catch_unwind(AssertUnwindSafe(|| process.init(method, input))) {
@@ -130,7 +134,7 @@ impl<P: Process> Shared<P> {
             }
         }
         self.table
-            .insert(process, joiner)
+            .insert(process, joiner, local)
             .map_err(|(process, _full)| SpawnError::AtCapacity(process))
     }
 
@@ -220,8 +224,17 @@ impl<P: Process> Shared<P> {
     }
 }
 
-impl<P: Process> Spawner<P> for Shared<P> {
+/// Spawns children from a step, reusing the worker's freed slots.
+pub(crate) struct LocalSpawner<'a, P: Process> {
+    pub(crate) shared: &'a Shared<P>,
+    pub(crate) free: &'a RefCell<FreeCache>,
+}
+
+impl<P: Process> Spawner<P> for LocalSpawner<'_, P> {
     fn spawn(&self, process: P, method: &str, input: P::Input) -> Result<Pid, SpawnError<P>> {
-        self.create(process, method, input, None).map(Slot::pid)
+        let mut free = self.free.borrow_mut();
+        self.shared
+            .create(process, method, input, None, Some(&mut free))
+            .map(Slot::pid)
     }
 }

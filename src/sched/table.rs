@@ -23,7 +23,6 @@ use crate::process::state::StateWord;
 use crate::process::{Event, Pid, Process};
 use crate::sync::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering, UnsafeCell};
 use core::ptr::NonNull;
-use std::time::Instant;
 
 use super::join::JoinCell;
 
@@ -46,7 +45,6 @@ pub(crate) struct Body<P: Process> {
     pub(crate) pending: Vec<u64>,
     pub(crate) joiner: Option<std::sync::Arc<JoinCell<P>>>,
     pub(crate) steps: u64,
-    pub(crate) started: Option<Instant>,
 }
 
 /// One process's slot.
@@ -84,7 +82,6 @@ impl<P: Process> Slot<P> {
                 pending: Vec::new(),
                 joiner: None,
                 steps: 0,
-                started: None,
             }),
             last_worker: AtomicUsize::new(0),
             next_free: AtomicU32::new(0),
@@ -155,6 +152,15 @@ pub(crate) enum Full {
     AtCapacity,
 }
 
+/// How many freed slots a worker hands to the shared free list at once.
+const FREE_BATCH: usize = 32;
+
+/// A worker's private stack of freed slot indices: its own spawns reuse
+/// them (cache-hot, no atomics); beyond `2 * FREE_BATCH` it gives the oldest
+/// `FREE_BATCH` to the shared free list with one CAS.
+#[derive(Default)]
+pub(crate) struct FreeCache(Vec<u32>);
+
 /// The process table.
 pub(crate) struct Table<P: Process> {
     pages: [AtomicPtr<Slot<P>>; PAGES],
@@ -162,18 +168,22 @@ pub(crate) struct Table<P: Process> {
     free: CachePadded<AtomicU64>,
     /// The next index never handed out.
     fresh: AtomicU32,
-    /// Live processes (allocated and not yet freed).
-    live: CachePadded<AtomicUsize>,
+    /// Processes ever created (RMW by creating threads).
+    created: CachePadded<AtomicU64>,
+    /// Processes closed, per worker (each written by its worker only), so
+    /// that closing touches no shared line. live = created - sum(closed).
+    closed: Box<[CachePadded<AtomicU64>]>,
     max_live: usize,
 }
 
 impl<P: Process> Table<P> {
-    pub(crate) fn new(max_live: Option<usize>) -> Self {
+    pub(crate) fn new(workers: usize, max_live: Option<usize>) -> Self {
         Table {
             pages: core::array::from_fn(|_| AtomicPtr::new(core::ptr::null_mut())),
             free: CachePadded(AtomicU64::new(0)),
             fresh: AtomicU32::new(0),
-            live: CachePadded(AtomicUsize::new(0)),
+            created: CachePadded(AtomicU64::new(0)),
+            closed: (0..workers).map(|_| CachePadded(AtomicU64::new(0))).collect(),
             // Indices are u32 and the last one is kept unused.
             max_live: max_live.unwrap_or(usize::MAX).min(u32::MAX as usize - 1),
         }
@@ -229,17 +239,23 @@ impl<P: Process> Table<P> {
 
     /// Takes a free slot and makes it Ready with `process` in it; returns
     /// the slot (its PID is `slot.pid()`). The caller must queue it.
+    ///
+    /// `local` is the calling worker's cache of freed slots, if any.
     pub(crate) fn insert(
         &self,
         process: P,
         joiner: Option<std::sync::Arc<JoinCell<P>>>,
+        local: Option<&mut FreeCache>,
     ) -> Result<&Slot<P>, (P, Full)> {
-        // Relaxed: the count is a limit, not a synchronisation point.
-        if self.live.fetch_add(1, Ordering::Relaxed) >= self.max_live {
-            self.live.fetch_sub(1, Ordering::Relaxed);
+        // Relaxed: a count, not a synchronisation point. Each creator's
+        // increment reserves a place, so the limit holds under races.
+        let created = self.created.fetch_add(1, Ordering::Relaxed);
+        if self.max_live != usize::MAX && created.saturating_sub(self.closed()) >= self.max_live as u64 {
+            self.created.fetch_sub(1, Ordering::Relaxed);
             return Err((process, Full::AtCapacity));
         }
-        let slot = match self.pop_free() {
+        let cached = local.and_then(|cache| cache.0.pop()).and_then(|i| self.get(i));
+        let slot = match cached.or_else(|| self.pop_free()) {
             Some(slot) => slot,
             None => {
                 let index = self.fresh.fetch_add(1, Ordering::Relaxed);
@@ -257,16 +273,28 @@ impl<P: Process> Table<P> {
         body.pending.clear();
         body.joiner = joiner;
         body.steps = 0;
-        body.started = Some(Instant::now());
         let _generation = slot.state.activate();
         Ok(slot)
     }
 
-    /// Returns a slot whose process has completed and been drained.
-    pub(crate) fn remove(&self, slot: &Slot<P>) {
+    /// Returns a slot whose process has completed and been drained, on
+    /// worker `worker`, into its cache `local`.
+    pub(crate) fn remove(&self, slot: &Slot<P>, worker: usize, local: &mut FreeCache) {
         slot.state.free();
-        self.push_free(slot);
-        self.live.fetch_sub(1, Ordering::Relaxed);
+        local.0.push(slot.index);
+        if local.0.len() >= 2 * FREE_BATCH {
+            let batch: Vec<u32> = local.0.drain(..FREE_BATCH).collect();
+            self.push_free_chain(&batch);
+        }
+        let closed = &self.closed[worker];
+        // Relaxed load and store: this worker is the only writer.
+        closed.store(closed.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+    }
+
+    /// Processes closed so far.
+    pub(crate) fn closed(&self) -> u64 {
+        // Relaxed: statistics (and a limit that only errs towards room).
+        self.closed.iter().map(|c| c.load(Ordering::Relaxed)).sum()
     }
 
     /// The most live processes allowed.
@@ -276,7 +304,9 @@ impl<P: Process> Table<P> {
 
     /// The number of live processes.
     pub(crate) fn live(&self) -> usize {
-        self.live.load(Ordering::Relaxed)
+        // Read `closed` first: both only grow, so this never underflows.
+        let closed = self.closed();
+        self.created.load(Ordering::Relaxed).saturating_sub(closed) as usize
     }
 
     /// Every slot handed out so far (free or not), in index order.
@@ -309,12 +339,23 @@ impl<P: Process> Table<P> {
         }
     }
 
-    fn push_free(&self, slot: &Slot<P>) {
+    /// Pushes the slots `indices` (all free, owned by the caller) as one
+    /// chain, with one successful CAS.
+    fn push_free_chain(&self, indices: &[u32]) {
+        let (Some(&first), Some(&last)) = (indices.first(), indices.last()) else {
+            return;
+        };
+        for pair in indices.windows(2) {
+            let slot = self.get(pair[0]).expect("free slots have pages");
+            // Relaxed: published by the Release CAS below.
+            slot.next_free.store(pair[1] + 1, Ordering::Relaxed);
+        }
+        let tail = self.get(last).expect("free slots have pages");
         let mut head = self.free.load(Ordering::Relaxed);
         loop {
             // Relaxed: published by the Release CAS below.
-            slot.next_free.store(head as u32, Ordering::Relaxed);
-            let new = ((head >> 32).wrapping_add(1) << 32) | u64::from(slot.index + 1);
+            tail.next_free.store(head as u32, Ordering::Relaxed);
+            let new = ((head >> 32).wrapping_add(1) << 32) | u64::from(first + 1);
             match self
                 .free
                 .compare_exchange_weak(head, new, Ordering::Release, Ordering::Relaxed)
@@ -381,7 +422,7 @@ mod tests {
 
     #[test]
     fn freed_slots_are_reused_with_a_new_generation() {
-        let table = Table::<Nop>::new(Some(2));
+        let table = Table::<Nop>::new(1, Some(2));
         let a = table.insert(Nop, None).ok().expect("room for a");
         let pid_a = a.pid();
         let b = table.insert(Nop, None).ok().expect("room for b");

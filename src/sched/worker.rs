@@ -19,8 +19,8 @@
 //! yields its thread (below `park_after`), then parks (see `idle.rs`).
 
 use super::handler::Completer;
-use super::shared::{phase, Shared};
-use super::table::{Body, Slot, Task};
+use super::shared::{phase, LocalSpawner, Shared};
+use super::table::{Body, FreeCache, Slot, Task};
 use super::Take;
 use crate::deque::{Steal, Worker};
 use crate::process::state::{AfterStep, Park, Start, Wake};
@@ -29,6 +29,7 @@ use crate::process::{
     Status, StepOutput,
 };
 use crate::sync::{spin_loop, thread, Ordering};
+use core::cell::RefCell;
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
@@ -54,6 +55,8 @@ pub(crate) struct Local<P: Process> {
     spinning: bool,
     events: Vec<Event<P>>,
     effects: Effects<P>,
+    /// Slots this worker freed, for its own spawns.
+    free: RefCell<FreeCache>,
 }
 
 impl<P: Process> Local<P> {
@@ -70,6 +73,7 @@ impl<P: Process> Local<P> {
             spinning: false,
             events: Vec::new(),
             effects: Effects::new(),
+            free: RefCell::new(FreeCache::default()),
         }
     }
 
@@ -287,8 +291,11 @@ impl<P: Process> Local<P> {
             self.events.push(Event::Cancel(Cancel::Terminate));
         }
         let process = body.process.as_mut().expect("a Ready process has its body");
-        let shared = &*self.shared;
-        let mut out = StepOutput::new(pid, &mut self.effects, shared);
+        let spawner = LocalSpawner {
+            shared: &self.shared,
+            free: &self.free,
+        };
+        let mut out = StepOutput::new(pid, &mut self.effects, &spawner);
         let events = &mut self.events;
         let result = catch_unwind(AssertUnwindSafe(|| process.step(events, &mut out)));
         let status = out.take_status();
@@ -455,8 +462,9 @@ impl<P: Process> Local<P> {
         if self.shared.phase() >= phase::FORCING {
             self.shared.forced.fetch_add(1, Ordering::Relaxed);
         }
-        self.shared.completed.fetch_add(1, Ordering::Relaxed);
-        self.shared.table.remove(slot);
+        self.shared
+            .table
+            .remove(slot, self.index, &mut self.free.borrow_mut());
         if let Some(hook) = &self.shared.hooks.on_complete {
             hook(pid, &outcome);
         }

@@ -1,0 +1,193 @@
+//! loom models of the per-process state word (`stepsched::process::state`)
+//! together with the process's event queue: every event pushed is seen by a
+//! later step, and the process is queued exactly once.
+//!
+//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 \
+//!       cargo test -p stepsched-loom-tests --release --test state`
+#![cfg(loom)]
+
+use loom::sync::atomic::{AtomicUsize, Ordering};
+use loom::sync::Arc;
+use loom::thread;
+use stepsched::mpsc::Queue;
+use stepsched::process::state::{AfterStep, Lifecycle, Notify, Park, Start, StateWord, Wake};
+
+/// A process slot in miniature: the state word and the event queue.
+struct Proc {
+    state: StateWord,
+    events: Queue<u32>,
+    /// How many times someone queued the process.
+    queued: AtomicUsize,
+}
+
+impl Proc {
+    /// A process that a worker is stepping (Running), generation returned.
+    fn running() -> (Arc<Proc>, u32) {
+        let p = Proc {
+            state: StateWord::new(),
+            events: Queue::new(),
+            queued: AtomicUsize::new(0),
+        };
+        let generation = p.state.activate();
+        assert_eq!(p.state.start(), Start::Step { last: false });
+        (Arc::new(p), generation)
+    }
+
+    /// A notifier: push the event, then wake.
+    fn deliver(&self, generation: u32, event: u32, kind: Wake) {
+        self.events.push(event);
+        if self.state.notify(generation, kind) == Notify::Schedule {
+            self.queued.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// The worker's end of step.
+    fn end_step(&self, park: Park) {
+        if self.state.end_step(park) == AfterStep::Requeue {
+            self.queued.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// After every thread joined: the next step (if queued) drains events.
+    fn next_step_events(&self) -> Vec<u32> {
+        let mut seen = Vec::new();
+        // SAFETY: all other threads have joined; this is the only consumer.
+        while let Some(e) = unsafe { self.events.pop() } {
+            seen.push(e);
+        }
+        seen
+    }
+}
+
+/// A completion arriving while the step runs sets the wakeup bit; the
+/// worker's Running -> Blocked transition sees it (or the notifier sees
+/// Blocked): exactly one party queues the process, and its next step sees
+/// the event.
+#[test]
+fn wakeup_bit_set_while_running() {
+    loom::model(|| {
+        let (p, g) = Proc::running();
+        let notifier = {
+            let p = p.clone();
+            thread::spawn(move || p.deliver(g, 7, Wake::Completion))
+        };
+        p.end_step(Park::Wait);
+        notifier.join().unwrap();
+        assert_eq!(p.queued.load(Ordering::Relaxed), 1, "queued exactly once");
+        assert_eq!(p.state.load().lifecycle(), Lifecycle::Ready);
+        assert_eq!(p.next_step_events(), vec![7]);
+    });
+}
+
+/// A message racing Running -> Idle: exactly one queue, event seen.
+#[test]
+fn message_races_running_to_idle() {
+    loom::model(|| {
+        let (p, g) = Proc::running();
+        let notifier = {
+            let p = p.clone();
+            thread::spawn(move || p.deliver(g, 1, Wake::Message))
+        };
+        p.end_step(Park::Idle);
+        notifier.join().unwrap();
+        assert_eq!(p.queued.load(Ordering::Relaxed), 1);
+        assert_eq!(p.next_step_events(), vec![1]);
+    });
+}
+
+/// A message does not wake a process that waits for completions, in any
+/// interleaving; the completion that follows wakes it exactly once, and its
+/// next step sees both events in order.
+#[test]
+fn message_waits_for_the_completion_that_wakes_blocked() {
+    loom::model(|| {
+        let (p, g) = Proc::running();
+        let notifier = {
+            let p = p.clone();
+            thread::spawn(move || p.deliver(g, 1, Wake::Message))
+        };
+        p.end_step(Park::Wait);
+        notifier.join().unwrap();
+        assert_eq!(
+            p.queued.load(Ordering::Relaxed),
+            0,
+            "a message alone never wakes Blocked"
+        );
+        assert_eq!(p.state.load().lifecycle(), Lifecycle::Blocked);
+        p.deliver(g, 2, Wake::Completion);
+        assert_eq!(p.queued.load(Ordering::Relaxed), 1);
+        assert_eq!(p.next_step_events(), vec![1, 2]);
+    });
+}
+
+/// Two completions racing each other and the end of the step: the process
+/// is queued exactly once and its next step sees both.
+#[test]
+fn two_completions_race() {
+    loom::model(|| {
+        let (p, g) = Proc::running();
+        let notifiers: Vec<_> = [10, 20]
+            .into_iter()
+            .map(|e| {
+                let p = p.clone();
+                thread::spawn(move || p.deliver(g, e, Wake::Completion))
+            })
+            .collect();
+        p.end_step(Park::Wait);
+        for n in notifiers {
+            n.join().unwrap();
+        }
+        assert_eq!(p.queued.load(Ordering::Relaxed), 1);
+        let mut seen = p.next_step_events();
+        seen.sort_unstable();
+        assert_eq!(seen, vec![10, 20]);
+    });
+}
+
+/// Terminate racing the end of a step: a process that wanted to wait is
+/// closed (by the worker if it saw the flag, or queued to be closed), and a
+/// queued process is queued exactly once.
+#[test]
+fn terminate_races_end_of_step() {
+    loom::model(|| {
+        let (p, g) = Proc::running();
+        let terminator = {
+            let p = p.clone();
+            thread::spawn(move || p.state.terminate(g))
+        };
+        let after = p.state.end_step(Park::Idle);
+        let told = terminator.join().unwrap();
+        match (after, told) {
+            // Worker saw the flag first: it closes the process itself.
+            (AfterStep::Close, Notify::Nothing) => {}
+            // Worker parked first: the terminator queued it to be closed.
+            (AfterStep::Parked, Notify::Schedule) => {
+                assert_eq!(p.state.start(), Start::Close);
+            }
+            other => panic!("unexpected outcome {other:?}"),
+        }
+    });
+}
+
+/// A stale PID never wakes the next process in the slot.
+#[test]
+fn stale_notify_after_reuse_is_refused() {
+    loom::model(|| {
+        let (p, g) = Proc::running();
+        let old = {
+            let p = p.clone();
+            thread::spawn(move || p.state.notify(g, Wake::Message))
+        };
+        p.state.complete();
+        p.state.free();
+        let g2 = p.state.activate();
+        let verdict = old.join().unwrap();
+        assert_ne!(g, g2);
+        assert_ne!(
+            verdict,
+            Notify::Schedule,
+            "an old PID must not queue anything"
+        );
+        assert_eq!(p.state.start(), Start::Step { last: false });
+    });
+}
