@@ -28,8 +28,9 @@ use super::join::JoinCell;
 
 const FIRST_PAGE_BITS: u32 = 6;
 const FIRST_PAGE: u32 = 1 << FIRST_PAGE_BITS;
-/// Enough pages for every `u32` index.
-const PAGES: usize = (32 - FIRST_PAGE_BITS) as usize;
+/// Enough pages for every `u32` index: `index + FIRST_PAGE` has at most 33
+/// significant bits, and page `k` starts at bit `FIRST_PAGE_BITS + k`.
+const PAGES: usize = (33 - FIRST_PAGE_BITS) as usize;
 
 /// An event and the generation of the process it was sent to.
 pub(crate) struct Envelope<P: Process> {
@@ -183,7 +184,9 @@ impl<P: Process> Table<P> {
             free: CachePadded(AtomicU64::new(0)),
             fresh: AtomicU32::new(0),
             created: CachePadded(AtomicU64::new(0)),
-            closed: (0..workers).map(|_| CachePadded(AtomicU64::new(0))).collect(),
+            closed: (0..workers)
+                .map(|_| CachePadded(AtomicU64::new(0)))
+                .collect(),
             // Indices are u32 and the last one is kept unused.
             max_live: max_live.unwrap_or(usize::MAX).min(u32::MAX as usize - 1),
         }
@@ -250,11 +253,15 @@ impl<P: Process> Table<P> {
         // Relaxed: a count, not a synchronisation point. Each creator's
         // increment reserves a place, so the limit holds under races.
         let created = self.created.fetch_add(1, Ordering::Relaxed);
-        if self.max_live != usize::MAX && created.saturating_sub(self.closed()) >= self.max_live as u64 {
+        if self.max_live != usize::MAX
+            && created.saturating_sub(self.closed()) >= self.max_live as u64
+        {
             self.created.fetch_sub(1, Ordering::Relaxed);
             return Err((process, Full::AtCapacity));
         }
-        let cached = local.and_then(|cache| cache.0.pop()).and_then(|i| self.get(i));
+        let cached = local
+            .and_then(|cache| cache.0.pop())
+            .and_then(|i| self.get(i));
         let slot = match cached.or_else(|| self.pop_free()) {
             Some(slot) => slot,
             None => {
@@ -423,19 +430,20 @@ mod tests {
     #[test]
     fn freed_slots_are_reused_with_a_new_generation() {
         let table = Table::<Nop>::new(1, Some(2));
-        let a = table.insert(Nop, None).ok().expect("room for a");
+        let mut cache = super::FreeCache::default();
+        let a = table.insert(Nop, None, None).ok().expect("room for a");
         let pid_a = a.pid();
-        let b = table.insert(Nop, None).ok().expect("room for b");
+        let b = table.insert(Nop, None, None).ok().expect("room for b");
         assert_ne!(pid_a.index(), b.pid().index());
-        assert!(table.insert(Nop, None).is_err(), "limit of 2");
+        assert!(table.insert(Nop, None, None).is_err(), "limit of 2");
         assert_eq!(
             a.state.start(),
             crate::process::state::Start::Step { last: false }
         );
         a.state.complete();
-        table.remove(a);
+        table.remove(a, 0, &mut cache);
         let c = table
-            .insert(Nop, None)
+            .insert(Nop, None, Some(&mut cache))
             .ok()
             .expect("a's slot is free again");
         assert_eq!(c.pid().index(), pid_a.index());
