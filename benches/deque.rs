@@ -93,12 +93,21 @@ fn owner_and_thief(n: u64, take: Take) -> Duration {
     start.wait();
     let t0 = Instant::now();
     let mut pushed = 0;
+    let mut waits = 0u32;
     while pushed < n {
         if w.len() < OWNER_BOUND {
             w.push(Box::new(()));
             pushed += 1;
+            waits = 0;
         } else {
-            std::hint::spin_loop();
+            // Full: wait for the thief, yielding now and then in case it
+            // shares our core.
+            waits += 1;
+            if waits & 63 == 0 {
+                thread::yield_now();
+            } else {
+                std::hint::spin_loop();
+            }
         }
     }
     let got = thief.join().unwrap();

@@ -270,6 +270,19 @@ fn steal_half_into_own_deque_chains_between_workers() {
 }
 
 #[test]
+fn steal_half_into_its_own_worker_moves_the_batch_to_the_bottom() {
+    // Legal if odd: the thief's destination is the victim itself. The batch
+    // leaves the top and comes back at the bottom, oldest first.
+    let w = Worker::new();
+    push_range(0..6, &w);
+    let s = w.stealer();
+    assert_eq!(s.steal_half_into(&w).success().map(|b| *b), Some(0));
+    // Before: [0 1 2 3 4 5]; claimed 0, 1, 2; after: [3 4 5 1 2].
+    assert_eq!(w.len(), 5);
+    assert_eq!(steal_all(&s), vec![3, 4, 5, 1, 2]);
+}
+
+#[test]
 fn steal_half_into_grows_a_small_dest() {
     let w = Worker::new();
     push_range(0..64, &w);

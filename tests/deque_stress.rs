@@ -443,3 +443,52 @@ fn thieves_outlive_the_worker() {
         assert_eq!(live.load(Ordering::Relaxed), 0, "items leaked");
     }
 }
+
+/// Full-size claims against an owner draining through them: the owner
+/// pushes 64 items and pops them all, over and over, while two thieves
+/// `steal_half_into`. A thief that reads 64 items claims 32 (positions
+/// `top..top + 32`) while the owner pops down through `top + 31`, the
+/// highest position such a claim reaches, where pops start to invalidate
+/// claims in flight. (Hitting that boundary needs a thief stalled for 33
+/// pops, which is rare on real hardware; the loom models prove the
+/// boundary exhaustively at a reach of 2.)
+#[test]
+fn full_batch_claims_vs_owner_draining_through_them() {
+    let batch = 2 * stepsched::deque::MAX_STEAL;
+    let rounds = items(60_000);
+    let n = rounds * batch;
+    let seen = Seen::new(n);
+    let live = Arc::new(AtomicUsize::new(0));
+    let done = AtomicBool::new(false);
+    let w: Worker<Box<Item>> = Worker::with_capacity(batch);
+    let (owner_got, stolen) = thread::scope(|sc| {
+        let handles: Vec<_> = (0..2)
+            .map(|i| {
+                let victim = w.stealer();
+                let (seen, done) = (&seen, &done);
+                sc.spawn(move || {
+                    let own = Worker::with_capacity(batch);
+                    thief(victim, own, Vec::new(), Style::Half, seen, done, 901 + i)
+                })
+            })
+            .collect();
+        let mut owner_got = 0u64;
+        for round in 0..rounds {
+            for id in round * batch..(round + 1) * batch {
+                w.push(Item::new(id, &live));
+            }
+            while let Some(item) = w.pop() {
+                seen.mark(item.id, "the owner");
+                owner_got += 1;
+            }
+        }
+        done.store(true, Ordering::Release);
+        let stolen: u64 = handles.into_iter().map(|h| h.join().unwrap().1).sum();
+        (owner_got, stolen)
+    });
+    println!("full batches: owner {owner_got}, thieves {stolen}");
+    seen.assert_all_seen();
+    assert_eq!(owner_got + stolen, n as u64);
+    drop(w);
+    assert_eq!(live.load(Ordering::Relaxed), 0, "items leaked");
+}

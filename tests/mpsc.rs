@@ -108,10 +108,10 @@ fn consumer_may_change_threads_between_pops() {
     }
 }
 
-/// `producers` threads push `STRESS_ITEMS` each; this thread pops until it
-/// has seen all of them, checking that each producer's sequence arrives
-/// complete and in order.
-fn stress(producers: usize) {
+/// `producers` threads push `STRESS_ITEMS` each (through a `Producer` handle
+/// if `handles`); this thread pops until it has seen all of them, checking
+/// that each producer's sequence arrives complete and in order.
+fn stress(producers: usize, handles: bool) {
     let q = Queue::new();
     let start = Barrier::new(producers + 1);
     thread::scope(|s| {
@@ -119,7 +119,12 @@ fn stress(producers: usize) {
             let (q, start) = (&q, &start);
             s.spawn(move || {
                 start.wait();
-                (0..STRESS_ITEMS).for_each(|i| q.push((p, i)));
+                if handles {
+                    let mut tx = q.producer();
+                    (0..STRESS_ITEMS).for_each(|i| tx.push((p, i)));
+                } else {
+                    (0..STRESS_ITEMS).for_each(|i| q.push((p, i)));
+                }
             });
         }
         start.wait();
@@ -146,7 +151,7 @@ fn stress(producers: usize) {
         }
         assert!(next.iter().all(|&n| n == STRESS_ITEMS));
         // Informational: how often the consumer met the mid-link window.
-        eprintln!("{producers} producers: {inconsistent} inconsistent pops");
+        eprintln!("{producers} producers (handles: {handles}): {inconsistent} inconsistent pops");
     });
     assert!(q.is_empty());
     // SAFETY: all producers were joined by the scope; we are the consumer.
@@ -155,17 +160,22 @@ fn stress(producers: usize) {
 
 #[test]
 fn stress_two_producers_one_consumer() {
-    stress(2);
+    stress(2, false);
+}
+
+#[test]
+fn stress_two_producer_handles_one_consumer() {
+    stress(2, true);
 }
 
 #[test]
 fn stress_three_producers_one_consumer() {
-    stress(3);
+    stress(3, false);
 }
 
 #[test]
-fn stress_four_producers_one_consumer() {
-    stress(4);
+fn stress_four_producer_handles_one_consumer() {
+    stress(4, true);
 }
 
 /// An observer thread polls `is_empty` while a producer and the consumer

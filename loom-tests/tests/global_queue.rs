@@ -1,6 +1,6 @@
 //! loom models of `stepsched::sched::GlobalQueue`.
 //!
-//! Run (a few seconds in release):
+//! Run (5 to 10 seconds per model in release, at 3 preemptions):
 //!
 //! ```text
 //! RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 \

@@ -1,6 +1,6 @@
 //! loom models of `stepsched::mpsc::Queue`.
 //!
-//! Run (about a second per model in release):
+//! Run (under a second per model in release, at 3 preemptions):
 //!
 //! ```text
 //! RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 \
@@ -27,7 +27,7 @@ use stepsched::mpsc::{Queue, TryPopError};
 fn two_producers_one_consumer_lose_nothing_and_keep_order() {
     loom::model(|| {
         let q = Arc::new(Queue::new());
-        let producers: Vec<_> = [(1u8, 2u8), (2, 1)]
+        let producers: Vec<_> = [(1u8, 2u8), (2, 2)]
             .into_iter()
             .map(|(id, count)| {
                 let q = Arc::clone(&q);
@@ -35,7 +35,7 @@ fn two_producers_one_consumer_lose_nothing_and_keep_order() {
             })
             .collect();
         let mut got = Vec::new();
-        for _ in 0..2 {
+        for _ in 0..3 {
             // SAFETY: this thread is the only consumer.
             if let Some(item) = unsafe { q.pop() } {
                 got.push(item);
@@ -49,7 +49,7 @@ fn two_producers_one_consumer_lose_nothing_and_keep_order() {
         }
         let from = |id| got.iter().filter(move |(p, _)| *p == id).map(|(_, i)| *i);
         assert_eq!(from(1).collect::<Vec<_>>(), [0, 1]);
-        assert_eq!(from(2).collect::<Vec<_>>(), [0]);
+        assert_eq!(from(2).collect::<Vec<_>>(), [0, 1]);
         assert!(q.is_empty());
     });
 }

@@ -1,8 +1,19 @@
-//! A multi-producer, single-consumer FIFO queue: Vyukov's node-based queue
-//! with a stub node, plus node recycling.
+//! Multi-producer, single-consumer FIFO queues: Vyukov's node-based queue
+//! with a stub node, in two builds.
 //!
-//! Every event sent to a process and every process woken onto a worker
-//! travels through one of these queues, so `push` is wait-free and cheap.
+//! - [`Queue`] is for a few hot, shared queues (a worker's inject queue, the
+//!   global run queue): its producer and consumer halves sit on cache lines
+//!   of their own, it recycles nodes internally, and any thread may ask
+//!   [`Queue::is_empty`]. It costs 256 bytes plus up to a few hundred spare
+//!   nodes.
+//! - [`Mailbox`] is for very many mostly idle queues (one per process): two
+//!   words plus the stub node. It keeps no nodes itself; the caller passes a
+//!   thread-local [`NodeCache`] to `push_with` and `pop_with`, so a worker
+//!   that receives and sends messages reuses the same nodes across all the
+//!   mailboxes it touches. See `mailbox.rs` for what it gives up.
+//!
+//! Both run the same list operations (`list.rs`); what follows describes
+//! them and `Queue`'s additions.
 //!
 //! # How it works
 //!
@@ -86,18 +97,24 @@
 //! assert!(q.is_empty());
 //! ```
 
+mod cache;
 mod error;
+mod list;
+mod mailbox;
 mod node;
-mod padded;
 mod producer;
 
+pub use cache::NodeCache;
 pub use error::TryPopError;
-pub(crate) use padded::CachePadded;
+#[cfg(any(test, fuzzing))]
+pub(crate) use list::MidLink;
+pub use mailbox::Mailbox;
 pub use producer::Producer;
 
 use core::fmt;
 use core::marker::PhantomData;
 
+use crate::padded::CachePadded;
 use crate::sync::{AtomicPtr, AtomicUsize, Ordering, UnsafeCell};
 use node::{Node, Spare};
 
@@ -202,53 +219,10 @@ impl<T> Queue<T> {
     /// assert!(!q.is_empty());
     /// ```
     pub fn push(&self, item: T) {
-        let (prev, node) = self.swap_in(item);
-        // SAFETY: `prev` and `node` come from the swap just made, once.
-        unsafe { Self::link(prev, node) };
-    }
-
-    /// Step one of a push: fills a node and makes it `head`. Returns the
-    /// previous head and the new node, which must be linked exactly once.
-    #[inline]
-    fn swap_in(&self, item: T) -> (*mut Node<T>, *mut Node<T>) {
         let node = node::take_node(&self.producers.free);
-        // SAFETY: `take_node` gives a node we own, empty, with a null `next`.
-        unsafe { self.swap_in_node(node, item) }
-    }
-
-    /// [`Queue::swap_in`] with a node the caller supplies.
-    ///
-    /// # Safety
-    ///
-    /// The caller owns `node`, which came from `Node::alloc`, holds no item
-    /// and has a null `next`.
-    #[inline]
-    unsafe fn swap_in_node(&self, node: *mut Node<T>, item: T) -> (*mut Node<T>, *mut Node<T>) {
-        // SAFETY: we own `node` and its item slot is empty (caller's contract).
-        unsafe { (*node).value.with_mut(|slot| (*slot).write(item)) };
-        // AcqRel. Release pairs with the Acquire swap of the next producer
-        // (it links into this node, so our null `next` must precede its store)
-        // and with `is_empty`'s Acquire load of `head`. Acquire pairs with the
-        // previous producer's Release swap: `prev`'s null `next` is visible
-        // before we overwrite it (published-before-linked).
-        let prev = self.producers.head.swap(node, Ordering::AcqRel);
-        (prev, node)
-    }
-
-    /// Step two of a push: links `prev` to `node`, ending the mid-link window.
-    ///
-    /// # Safety
-    ///
-    /// `(prev, node)` was returned by one `swap_in` and is linked only once.
-    #[inline]
-    unsafe fn link(prev: *mut Node<T>, node: *mut Node<T>) {
-        // Release pairs with the Acquire load of `next` in `try_pop`: the
-        // item written in `swap_in` is visible to the consumer that follows
-        // this link (published-before-linked).
-        // SAFETY: `prev` is alive: the consumer recycles a node only after
-        // reading a non-null `next` from it (stub-alive), and only this
-        // producer stores `prev.next`.
-        unsafe { (*prev).next.store(node, Ordering::Release) };
+        // SAFETY: `take_node` gives a node we own, empty, with a null `next`;
+        // our list's nodes are alive (stub-alive).
+        unsafe { list::push_node(&self.producers.head, node, item) };
     }
 
     /// Removes the oldest item, or returns `None` if there is none or the
@@ -296,17 +270,8 @@ impl<T> Queue<T> {
     /// ```
     pub unsafe fn try_pop(&self) -> Result<T, TryPopError> {
         // SAFETY: the caller's contract is ours.
-        unsafe { self.pop_or_stub() }.map_err(|stub| {
-            // Relaxed: only classifies the miss. No completed push can be
-            // hidden here: its link would have been visible to the Acquire
-            // load of `next` in `pop_or_stub`.
-            let head = self.producers.head.load(Ordering::Relaxed);
-            if head == stub {
-                TryPopError::Empty
-            } else {
-                TryPopError::Inconsistent
-            }
-        })
+        unsafe { self.pop_or_stub() }
+            .map_err(|stub| list::classify_miss(&self.producers.head, stub))
     }
 
     /// The one pop routine: the oldest item, or the stub whose `next` was
@@ -320,17 +285,11 @@ impl<T> Queue<T> {
         // Relaxed: only the consumer stores `tail`, and the caller's contract
         // orders us after the previous consumer.
         let stub = self.consumer.tail.load(Ordering::Relaxed);
-        // Acquire pairs with the Release link store in `link`: the item in
-        // `next` is fully written (published-before-linked).
-        // SAFETY: the stub is alive (stub-alive).
-        let next = unsafe { (*stub).next.load(Ordering::Acquire) };
-        if next.is_null() {
+        // SAFETY: `stub` is the current stub and we are the only consumer
+        // (our caller's contract); we store `next` as the stub right below.
+        let Some((item, next)) = (unsafe { list::take_next(stub) }) else {
             return Err(stub);
-        }
-        // SAFETY: `next` is linked, so its item is initialised, and only the
-        // consumer moves items out; it becomes the stub, whose slot counts as
-        // empty from now on.
-        let item = unsafe { (*next).value.with(|slot| (*slot).assume_init_read()) };
+        };
         // Release pairs with the Acquire load of `tail` in `is_empty`: a
         // reader that sees `next` as the stub also sees the swap that made it
         // `head`, since we reached it through that producer's Release link.
@@ -394,14 +353,10 @@ impl<T> Default for Queue<T> {
 
 impl<T> Drop for Queue<T> {
     fn drop(&mut self) {
-        // SAFETY: `&mut self`: no other thread can push or pop, so every push
-        // has completed and no pop overlaps this one.
-        while let Ok(item) = unsafe { self.try_pop() } {
-            drop(item);
-        }
         let stub = self.consumer.tail.load(Ordering::Relaxed);
-        // SAFETY: we own every node now; the stub's item was taken.
-        unsafe { Node::dealloc(stub) };
+        // SAFETY: `&mut self`: no other thread can push or pop, so every push
+        // has completed and we own every node; `stub` is the current stub.
+        unsafe { list::drop_list(stub) };
         // SAFETY: exclusive access; spare nodes hold no items.
         self.consumer
             .spare
@@ -420,40 +375,14 @@ impl<T> fmt::Debug for Queue<T> {
     }
 }
 
-/// A push stopped between its swap and its link, for deterministic tests of
-/// the mid-link window. Linking happens on [`MidLink::link`] or on drop.
-#[cfg(any(test, fuzzing))]
-pub(crate) struct MidLink<'q, T> {
-    prev: *mut Node<T>,
-    node: *mut Node<T>,
-    _queue: PhantomData<&'q Queue<T>>,
-}
-
 #[cfg(any(test, fuzzing))]
 impl<T> Queue<T> {
-    /// Performs the first half of a push and returns the second half.
+    /// Performs the first half of a push and returns the second half
+    /// (see [`MidLink`]).
     pub(crate) fn push_mid_link(&self, item: T) -> MidLink<'_, T> {
-        let (prev, node) = self.swap_in(item);
-        MidLink {
-            prev,
-            node,
-            _queue: PhantomData,
-        }
-    }
-}
-
-#[cfg(any(test, fuzzing))]
-impl<T> MidLink<'_, T> {
-    /// Completes the push.
-    pub(crate) fn link(self) {}
-}
-
-#[cfg(any(test, fuzzing))]
-impl<T> Drop for MidLink<'_, T> {
-    fn drop(&mut self) {
-        // SAFETY: made by one `swap_in`; `MidLink` is not `Clone`, and drop
-        // runs once.
-        unsafe { Queue::link(self.prev, self.node) };
+        let node = node::take_node(&self.producers.free);
+        // SAFETY: as in `push`.
+        unsafe { MidLink::swap_in(&self.producers.head, node, item) }
     }
 }
 

@@ -8,7 +8,7 @@
 //!
 //! - the consumer keeps the nodes it finished with in a private [`Spare`]
 //!   chain (no atomics, it is the only thread touching it);
-//! - every [`PUBLISH_BATCH`] nodes it tries to hand the whole chain to the
+//! - every [`PUBLISH_BATCH`] recycled nodes it tries to hand the whole chain to the
 //!   producers by one CAS of the shared `free` slot from null to the chain;
 //! - a producer takes the whole `free` chain with one swap, keeps its first
 //!   node, and gives the rest back with one CAS from null;
@@ -23,6 +23,12 @@
 //! most one swap and one CAS. A failed give-back (the slot was refilled in
 //! between) frees the rest to the allocator, as does a consumer whose private
 //! chain already holds [`SPARE_MAX`] nodes.
+//!
+//! Limit: recycling serves a queue whose consumer keeps up. While a backlog
+//! grows, every push beyond the nodes returned so far still allocates, and
+//! draining a backlog longer than `SPARE_MAX` frees one node per pop.
+//! Allocating nodes in slabs would cut that cost, at the price of slab
+//! accounting; it is not done here.
 
 use core::mem::MaybeUninit;
 use core::ptr;
@@ -41,8 +47,9 @@ pub(super) const PUBLISH_BATCH: usize = 1;
 
 /// The most nodes the consumer keeps privately when the producers do not take
 /// them (the queue was drained and stays quiet). Beyond this it frees nodes,
-/// so an idle queue holds at most `SPARE_MAX + PUBLISH_BATCH`-ish spare nodes
-/// (about 8 KiB for word-sized items) whatever its peak length was.
+/// so an idle queue holds at most `2 * SPARE_MAX` spare nodes (its private
+/// chain plus one published chain; about 8 KiB of nodes for word-sized
+/// items), besides those `Producer` handles keep, whatever its peak length.
 #[cfg(not(loom))]
 pub(super) const SPARE_MAX: usize = 256;
 #[cfg(loom)]
@@ -50,9 +57,9 @@ pub(super) const SPARE_MAX: usize = 2;
 
 /// One queue cell: the item and the link to the node pushed after it.
 pub(super) struct Node<T> {
-    /// In the queue: the next node, null until its producer links it (the
-    /// producer's only store, in `Queue::push`). In a spare or free chain: the
-    /// next spare node.
+    /// In a queue: the next node, null until its producer links it (the
+    /// producer's only store, in `list::link`). In a spare or free chain or
+    /// a [`NodeCache`](super::NodeCache): the next spare node.
     pub(super) next: AtomicPtr<Node<T>>,
     /// The item. Initialised by the producer before it publishes the node;
     /// moved out by the consumer when the node becomes the stub. Uninit in

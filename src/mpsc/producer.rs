@@ -3,6 +3,7 @@
 use core::fmt;
 use core::ptr;
 
+use super::list;
 use super::node::{self, Node};
 use super::Queue;
 
@@ -87,10 +88,9 @@ impl<T> Producer<'_, T> {
             self.spare = rest;
             node
         };
-        // SAFETY: `node` is ours, empty, with a null `next`.
-        let (prev, node) = unsafe { self.queue.swap_in_node(node, item) };
-        // SAFETY: `prev` and `node` come from the swap just made, once.
-        unsafe { Queue::link(prev, node) };
+        // SAFETY: `node` is ours, empty, with a null `next`; the queue's
+        // nodes are alive (stub-alive).
+        unsafe { list::push_node(&self.queue.producers.head, node, item) };
     }
 }
 

@@ -6,7 +6,8 @@
 use core::fmt;
 
 use crate::deque::{Pointer, Worker};
-use crate::mpsc::{CachePadded, Queue, TryPopError};
+use crate::mpsc::{Queue, TryPopError};
+use crate::padded::CachePadded;
 use crate::sync::{AtomicBool, Ordering};
 
 /// How many items a take moves to the taker's local deque besides the one it

@@ -7,13 +7,13 @@ use super::handler::Handlers;
 use super::idle::Idle;
 use super::stats::Counters;
 use super::table::{Envelope, FreeCache, Slot, Table, Task};
-use core::cell::RefCell;
 use crate::deque::Stealer;
 use crate::process::state::{Lifecycle, Notify, Wake};
 use crate::process::{
     panic_message, Event, Outcome, Pid, Process, ProcessError, SpawnError, Spawner,
 };
 use crate::sync::{AtomicU64, AtomicUsize, Ordering};
+use core::cell::RefCell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 

@@ -14,12 +14,16 @@
 //!    queued) and never pops; one thief moves batches into its own deque
 //!    (`steal_half_into` / `steal_batch_and_pop` / st3 `steal_and_pop`) and
 //!    drains it; ns per item the thief receives.
-//! 3. `pairs_vs_steal`: the owner does N push+pop pairs on an otherwise empty
+//! 3. `pairs_vs_steal`: the owner does push+pop pairs on an otherwise empty
 //!    deque while one thief `steal`s continuously; owner ns per pair, and
-//!    the thief's success rate (successes / attempts).
+//!    the thief's success rate (successes / attempts). `pairs_over_32`: the
+//!    same, but the owner keeps 32 items queued beneath its pairs (refilling
+//!    inside the timed loop), so the thief always finds work.
 //! 4. `busy_owner`: the owner keeps 32-64 items, pops one, does ~WORK_NS of
 //!    calibrated busy work, pushes one; one thief `steal`s and one steals
-//!    batches; items each thief receives per µs.
+//!    batches; items each thief receives per µs. Three threads: on a 2-core
+//!    machine they time-slice, so `busy_owner_1` also runs each thief alone
+//!    with the owner.
 //! 5. `growth`: push N into a fresh deque at its default capacity (st3 is
 //!    bounded and sits this one out); ns per push.
 //!
@@ -304,11 +308,20 @@ fn steal_half<S: System>(sys: &S, n: usize) -> f64 {
         let mut pool = items(n);
         start.wait();
         let t0 = Instant::now();
+        let mut waits = 0u32;
         while !pool.is_empty() {
             if sys.len(&w) < STEAL_HALF_BOUND {
                 sys.push(&w, pool.pop().unwrap());
+                waits = 0;
             } else {
-                std::hint::spin_loop();
+                // Full: wait for the thief. Yield now and then, in case it
+                // shares our core (on a quiet 2-core machine it never does).
+                waits += 1;
+                if waits & 63 == 0 {
+                    thread::yield_now();
+                } else {
+                    std::hint::spin_loop();
+                }
             }
         }
         let got = thief.join().unwrap();
@@ -318,15 +331,21 @@ fn steal_half<S: System>(sys: &S, n: usize) -> f64 {
     elapsed.as_nanos() as f64 / n as f64
 }
 
-/// Scenario 3: Owner ns per push+pop pair, and the thief's success rate.
-fn pairs_vs_steal<S: System>(sys: &S, n: usize) -> (f64, f64) {
-    let w = sys.worker(16);
+/// Scenario 3: owner ns per push+pop pair, and the thief's success rate.
+///
+/// With `base == 0` the deque is empty between pairs, so every pop races
+/// the thief for the last item. With `base > 0` the owner first tops the
+/// deque up to `base` items whenever the thief has taken it below (those
+/// refill pushes are inside the timed loop), so its pairs run far above
+/// `top` and the thief always finds something.
+fn pairs_vs_steal<S: System>(sys: &S, n: usize, base: usize) -> (f64, f64) {
+    let w = sys.worker(base + 16);
     let s = sys.stealer(&w);
     let stop = AtomicBool::new(false);
     let start = Barrier::new(2);
-    let (elapsed, owner_got, (attempts, thief_got)) = thread::scope(|sc| {
+    let (elapsed, pairs, owner_got, (attempts, thief_got)) = thread::scope(|sc| {
         let thief = sc.spawn(|| {
-            let dest = sys.worker(16);
+            let dest = sys.worker(base + 16);
             let mut got = Vec::with_capacity(n);
             let mut attempts = 0u64;
             start.wait();
@@ -341,23 +360,28 @@ fn pairs_vs_steal<S: System>(sys: &S, n: usize) -> (f64, f64) {
         });
         let mut pool = items(n);
         let mut owner_got = Vec::with_capacity(n);
+        let mut pairs = 0u64;
         start.wait();
         let t0 = Instant::now();
         while let Some(item) = pool.pop() {
             sys.push(&w, item);
+            if sys.len(&w) <= base {
+                continue; // a refill push
+            }
             if let Some(item) = sys.pop(&w) {
                 owner_got.push(item);
             }
+            pairs += 1;
         }
         let elapsed = t0.elapsed();
         stop.store(true, Ordering::Relaxed);
         let thief = thief.join().unwrap();
         drain(sys, &w, &mut owner_got);
-        (elapsed, owner_got, thief)
+        (elapsed, pairs, owner_got, thief)
     });
     let success = thief_got.len() as f64 / attempts.max(1) as f64;
     check_exactly_once("pairs_vs_steal", sys.name(), n, &[owner_got, thief_got]);
-    (elapsed.as_nanos() as f64 / n as f64, success)
+    (elapsed.as_nanos() as f64 / pairs.max(1) as f64, success)
 }
 
 /// Busy work of about `iters` loop turns (see [`calibrate`]).
@@ -377,12 +401,19 @@ fn calibrate(ns: u64) -> u64 {
     ((ns as f64 / per_turn).round() as u64).max(1)
 }
 
-/// Scenario 4: Items per µs received by the `steal` thief and the batch thief.
-fn busy_owner<S: System>(sys: &S, n: usize, work: u64) -> (f64, f64) {
+/// Scenario 4: items per µs received by the `steal` thief and the batch
+/// thief. `thieves` says which run: both together (three threads), or one
+/// of them alone (two threads, which is what a 2-core machine can run
+/// without time-slicing).
+fn busy_owner<S: System>(sys: &S, n: usize, work: u64, thieves: Thieves) -> (f64, f64) {
     let w = sys.worker(2 * BUSY_HIGH);
     let s = sys.stealer(&w);
     let stop = AtomicBool::new(false);
-    let start = Barrier::new(3);
+    let parties = match thieves {
+        Thieves::Both => 3,
+        Thieves::StealOnly | Thieves::BatchOnly => 2,
+    };
+    let start = Barrier::new(parties);
     let elapsed_ns = AtomicU64::new(0);
     let (owner_got, one_got, batch_got) = thread::scope(|sc| {
         let thief = |batch: bool| {
@@ -406,8 +437,8 @@ fn busy_owner<S: System>(sys: &S, n: usize, work: u64) -> (f64, f64) {
                 got
             })
         };
-        let one = thief(false);
-        let batch = thief(true);
+        let one = (thieves != Thieves::BatchOnly).then(|| thief(false));
+        let batch = (thieves != Thieves::StealOnly).then(|| thief(true));
         let mut pool = items(n);
         let mut owner_got = Vec::with_capacity(n);
         let mid = (BUSY_LOW + BUSY_HIGH) / 2;
@@ -438,8 +469,8 @@ fn busy_owner<S: System>(sys: &S, n: usize, work: u64) -> (f64, f64) {
         }
         elapsed_ns.store(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
         stop.store(true, Ordering::Relaxed);
-        let one = one.join().unwrap();
-        let batch = batch.join().unwrap();
+        let one = one.map_or_else(Vec::new, |t| t.join().unwrap());
+        let batch = batch.map_or_else(Vec::new, |t| t.join().unwrap());
         drain(sys, &w, &mut owner_got);
         (owner_got, one, batch)
     });
@@ -452,6 +483,14 @@ fn busy_owner<S: System>(sys: &S, n: usize, work: u64) -> (f64, f64) {
         &[owner_got, one_got, batch_got],
     );
     rates
+}
+
+/// Which thieves run in [`busy_owner`].
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Thieves {
+    Both,
+    StealOnly,
+    BatchOnly,
 }
 
 /// Scenario 5: ns per push into a fresh deque at its default capacity.
@@ -558,6 +597,12 @@ fn main() {
     let mut rows = Vec::new();
     let t_all = Instant::now();
 
+    // SCENARIOS=steal_half,growth runs only those (default: all five).
+    let only = std::env::var("SCENARIOS").ok();
+    let wanted = |name: &str| {
+        only.as_deref()
+            .is_none_or(|o| o.split(',').any(|s| s.trim() == name))
+    };
     macro_rules! each {
         ($($sys:expr),+ => |$s:ident| $body:expr) => {
             $( { let $s = &$sys; $body } )+
@@ -565,42 +610,60 @@ fn main() {
     }
 
     // 1. push N then pop N.
-    each!(Stepsched, cb_lifo, st3 => |sys| {
-        let [ns] = rounds(r, || [push_pop(sys, n)]);
-        rows.push(Row { scenario: "push_pop", system: sys.name(), metric: "ns per push+pop pair", value: ns });
-    });
+    if wanted("push_pop") {
+        each!(Stepsched, cb_lifo, st3 => |sys| {
+            let [ns] = rounds(r, || [push_pop(sys, n)]);
+            rows.push(Row { scenario: "push_pop", system: sys.name(), metric: "ns per push+pop pair", value: ns });
+        });
+    }
 
     // 2. batch stealing throughput.
-    each!(Stepsched, cb_lifo, cb_fifo, st3, st3_32 => |sys| {
-        let [ns] = rounds(r, || [steal_half(sys, n)]);
-        rows.push(Row { scenario: "steal_half", system: sys.name(), metric: "ns per item stolen", value: ns });
-    });
+    if wanted("steal_half") {
+        each!(Stepsched, cb_lifo, cb_fifo, st3, st3_32 => |sys| {
+            let [ns] = rounds(r, || [steal_half(sys, n)]);
+            rows.push(Row { scenario: "steal_half", system: sys.name(), metric: "ns per item stolen", value: ns });
+        });
+    }
 
     // 3. owner pairs while a thief steals.
-    each!(Stepsched, cb_lifo, st3 => |sys| {
-        let [ns, rate] = rounds(r, || {
-            let (ns, rate) = pairs_vs_steal(sys, n);
-            [ns, rate]
-        });
-        rows.push(Row { scenario: "pairs_vs_steal", system: sys.name(), metric: "owner ns per pair", value: ns });
-        rows.push(Row { scenario: "pairs_vs_steal", system: sys.name(), metric: "thief success rate", value: rate });
-    });
+    if wanted("pairs_vs_steal") {
+        for (scenario, base) in [("pairs_vs_steal", 0), ("pairs_over_32", 32)] {
+            each!(Stepsched, cb_lifo, st3 => |sys| {
+                let [ns, rate] = rounds(r, || {
+                    let (ns, rate) = pairs_vs_steal(sys, n, base);
+                    [ns, rate]
+                });
+                rows.push(Row { scenario, system: sys.name(), metric: "owner ns per pair", value: ns });
+                rows.push(Row { scenario, system: sys.name(), metric: "thief success rate", value: rate });
+            });
+        }
+    }
 
-    // 4. busy owner, two thieves.
-    each!(Stepsched, cb_lifo, st3 => |sys| {
-        let [one, batch] = rounds(r, || {
-            let (one, batch) = busy_owner(sys, n, work);
-            [one, batch]
+    // 4. busy owner, two thieves together, then each alone.
+    if wanted("busy_owner") {
+        each!(Stepsched, cb_lifo, st3 => |sys| {
+            let [one, batch] = rounds(r, || {
+                let (one, batch) = busy_owner(sys, n, work, Thieves::Both);
+                [one, batch]
+            });
+            rows.push(Row { scenario: "busy_owner", system: sys.name(), metric: "steal thief items/us", value: one });
+            rows.push(Row { scenario: "busy_owner", system: sys.name(), metric: "batch thief items/us", value: batch });
         });
-        rows.push(Row { scenario: "busy_owner", system: sys.name(), metric: "steal thief items/us", value: one });
-        rows.push(Row { scenario: "busy_owner", system: sys.name(), metric: "batch thief items/us", value: batch });
-    });
+        each!(Stepsched, cb_lifo, st3 => |sys| {
+            let [one] = rounds(r, || [busy_owner(sys, n, work, Thieves::StealOnly).0]);
+            let [batch] = rounds(r, || [busy_owner(sys, n, work, Thieves::BatchOnly).1]);
+            rows.push(Row { scenario: "busy_owner_1", system: sys.name(), metric: "steal thief items/us", value: one });
+            rows.push(Row { scenario: "busy_owner_1", system: sys.name(), metric: "batch thief items/us", value: batch });
+        });
+    }
 
     // 5. growth from the default capacity.
-    each!(Stepsched, cb_lifo => |sys| {
-        let [ns] = rounds(r, || [growth(sys, n)]);
-        rows.push(Row { scenario: "growth", system: sys.name(), metric: "ns per push (fresh deque)", value: ns });
-    });
+    if wanted("growth") {
+        each!(Stepsched, cb_lifo => |sys| {
+            let [ns] = rounds(r, || [growth(sys, n)]);
+            rows.push(Row { scenario: "growth", system: sys.name(), metric: "ns per push (fresh deque)", value: ns });
+        });
+    }
 
     print_table(&rows);
     println!();
