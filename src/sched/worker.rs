@@ -2,8 +2,10 @@
 //!
 //! Where a worker looks for work, in order (DESIGN.md):
 //!
-//! 1. every `global_queue_interval`-th tick (61), the global queue first,
-//!    so a busy local deque cannot starve new submissions (Go's rule);
+//! 1. every `global_queue_interval`-th tick (61), its inject queue and the
+//!    global queue first, so a busy local deque cannot starve remote wakeups
+//!    or new submissions (Go's rule, extended to our per-worker inject
+//!    queues);
 //! 2. `runnext`: the process this worker last woke by a message, so a
 //!    request and its reply stay on one core (Go's `runnext`), at most
 //!    [`RUNNEXT_STREAK`] times in a row;
@@ -147,7 +149,9 @@ impl<P: Process> Local<P> {
     fn find_local(&mut self) -> Option<Task<P>> {
         self.tick = self.tick.wrapping_add(1);
         if self.tick % self.shared.config.global_queue_interval == 0 {
-            if let Some(task) = self.take_global() {
+            // Both queues fed from outside get their turn, or a busy local
+            // deque would starve remote wakeups as well as submissions.
+            if let Some(task) = self.take_inject().or_else(|| self.take_global()) {
                 return Some(task);
             }
         }
@@ -162,11 +166,8 @@ impl<P: Process> Local<P> {
         if let Some(task) = self.deque.pop() {
             return Some(task);
         }
-        let own = &self.shared.remotes[self.index].inject;
-        if let Take::Taken { first, moved } = own.take_batch_into(&self.deque) {
-            self.counters().inject_takes.add(1);
-            self.queued_locally(moved);
-            return Some(first);
+        if let Some(task) = self.take_inject() {
+            return Some(task);
         }
         if let Some(task) = self.take_global() {
             return Some(task);
@@ -178,6 +179,18 @@ impl<P: Process> Local<P> {
         }
         self.queued_locally(moved);
         Some(first)
+    }
+
+    fn take_inject(&mut self) -> Option<Task<P>> {
+        let own = &self.shared.remotes[self.index].inject;
+        match own.take_batch_into(&self.deque) {
+            Take::Taken { first, moved } => {
+                self.counters().inject_takes.add(1);
+                self.queued_locally(moved);
+                Some(first)
+            }
+            _ => None,
+        }
     }
 
     fn take_global(&mut self) -> Option<Task<P>> {
