@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread;
 use std::time::Duration;
 
-use stepsched::process::{Event, NoCommand, Process, Status, StepOutput};
+use stepsched::process::{Event, NoCommand, Pid, Process, Status, StepOutput};
 use stepsched::sched::Scheduler;
 
 /// One test at a time in this file.
@@ -44,6 +44,8 @@ struct Board {
     short_done_before_long: Mutex<Option<usize>>,
     /// The worker that ran the long step.
     long_worker: Mutex<Option<usize>>,
+    /// The worker that ran the parent (and holds its children).
+    parent_worker: Mutex<Option<usize>>,
     /// Short processes that ran on the long step's worker.
     short_on_long_worker: AtomicUsize,
     /// Spinners keep continuing until this is set.
@@ -52,6 +54,8 @@ struct Board {
     spins: AtomicUsize,
     /// Steps run by each spinner, by its index.
     per_spinner: [AtomicUsize; 8],
+    /// Set by a waiter's first step.
+    waiter_stepped: AtomicBool,
 }
 
 enum Role {
@@ -67,6 +71,13 @@ enum Role {
     Spinner(usize),
     /// Waits for one message and finishes with it.
     Waiter,
+    /// Spawns the next link of the chain and ends, until `Board::stop`: the
+    /// worker's local deque is never empty.
+    Chain,
+    /// Sends each message it receives (a PID) straight back to that PID
+    /// with its own PID, until `Board::stop`: two bouncers keep a worker's
+    /// `runnext` slot busy.
+    Bouncer,
 }
 
 struct Job {
@@ -94,6 +105,7 @@ impl Process for Job {
         let board = &self.board;
         match self.role {
             Role::Parent { short, long_ms } => {
+                *board.parent_worker.lock().unwrap() = Some(worker_index());
                 for _ in 0..short {
                     let child = Job {
                         role: Role::Short,
@@ -130,9 +142,29 @@ impl Process for Job {
                 }
             }
             Role::Waiter => {
+                board.waiter_stepped.store(true, Ordering::SeqCst);
                 for event in events.drain(..) {
                     if let Event::Message(n) = event {
                         out.done(n);
+                    }
+                }
+            }
+            Role::Chain => {
+                board.spins.fetch_add(1, Ordering::Relaxed);
+                if !board.stop.load(Ordering::Relaxed) {
+                    let next = job(Role::Chain, board);
+                    out.spawn(next, "chain", ()).map_err(|e| e.to_string())?;
+                }
+                out.done(2);
+            }
+            Role::Bouncer => {
+                for event in events.drain(..) {
+                    if let Event::Message(peer) = event {
+                        board.spins.fetch_add(1, Ordering::Relaxed);
+                        out.send(Pid::from_raw(peer), out.pid().into_raw());
+                        if board.stop.load(Ordering::Relaxed) {
+                            out.done(3);
+                        }
                     }
                 }
             }
@@ -173,44 +205,56 @@ fn scheduler(workers: usize, board: &Arc<Board>) -> Scheduler<Job> {
 fn a_200ms_step_does_not_delay_1000_short_processes_queued_behind_it_on_its_worker() {
     const SHORT: usize = 1_000;
     let _turn = serial();
-    let board = Arc::new(Board::default());
-    let scheduler = scheduler(2, &board);
-    let parent = Role::Parent {
-        short: SHORT,
-        long_ms: 200,
-    };
-    let parent = scheduler
-        .submit_joinable(job(parent, &board), "parent", ())
-        .unwrap();
-    assert_eq!(parent.join(), Ok(0));
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    while board.short_done_before_long.lock().unwrap().is_none()
-        || board.short_done.load(Ordering::SeqCst) < SHORT
-    {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the processes never finished"
-        );
-        thread::sleep(Duration::from_millis(5));
-    }
-    let before_long = board.short_done_before_long.lock().unwrap().unwrap();
-    let long_worker = board.long_worker.lock().unwrap().unwrap();
-    let stats = scheduler.stats();
-    scheduler.shutdown(Duration::from_secs(1));
+    // The scenario needs the long process to run on the worker whose deque
+    // holds the short ones. If that worker is descheduled by the OS right
+    // after the parent's step, the other one may steal everything, the long
+    // process included: then the scenario did not happen, and we retry.
+    for _attempt in 0..5 {
+        let board = Arc::new(Board::default());
+        let scheduler = scheduler(2, &board);
+        let parent = Role::Parent {
+            short: SHORT,
+            long_ms: 200,
+        };
+        let parent = scheduler
+            .submit_joinable(job(parent, &board), "parent", ())
+            .unwrap();
+        assert_eq!(parent.join(), Ok(0));
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while board.short_done_before_long.lock().unwrap().is_none()
+            || board.short_done.load(Ordering::SeqCst) < SHORT
+        {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the processes never finished"
+            );
+            thread::sleep(Duration::from_millis(5));
+        }
+        let before_long = board.short_done_before_long.lock().unwrap().unwrap();
+        let long_worker = board.long_worker.lock().unwrap().unwrap();
+        let parent_worker = board.parent_worker.lock().unwrap().unwrap();
+        let stats = scheduler.stats();
+        scheduler.shutdown(Duration::from_secs(1));
+        if long_worker != parent_worker {
+            continue;
+        }
 
-    assert_eq!(
-        before_long, SHORT,
-        "all short processes must finish before the 200 ms step does"
-    );
-    assert_eq!(
-        board.short_on_long_worker.load(Ordering::Relaxed),
-        0,
-        "short processes must run on the other worker"
-    );
-    let thief = &stats.workers[1 - long_worker];
-    assert!(thief.steals > 0, "the other worker stole them: {stats}");
-    assert!(thief.stolen >= SHORT as u64, "it stole every one: {stats}");
-    assert!(thief.steps >= SHORT as u64, "{stats}");
+        assert_eq!(
+            before_long, SHORT,
+            "all short processes must finish before the 200 ms step does"
+        );
+        assert_eq!(
+            board.short_on_long_worker.load(Ordering::Relaxed),
+            0,
+            "short processes must run on the other worker"
+        );
+        let thief = &stats.workers[1 - long_worker];
+        assert!(thief.steals > 0, "the other worker stole them: {stats}");
+        assert!(thief.stolen >= SHORT as u64, "it stole every one: {stats}");
+        assert!(thief.steps >= SHORT as u64, "{stats}");
+        return;
+    }
+    panic!("in 5 attempts the long process never ran on its parent's worker");
 }
 
 /// Eight spinners, then a process submitted later must still finish, and
@@ -305,4 +349,150 @@ fn continuing_processes_on_one_worker_take_turns_round_robin() {
     // Each continue goes behind the others, so every spinner gets one step
     // per round: the counts differ by a round or two, never by a factor.
     assert!(max - min <= 2, "steps per spinner: {counts:?}");
+}
+
+/// Keeps the only worker busy with `busy` (a chain of spawns or two
+/// bouncers), then either submits short processes (`woken` false) or wakes
+/// a waiting process with a message from outside (`woken` true): each must
+/// finish while the busy work goes on.
+fn busy_worker_does_not_starve(busy: Role, woken: bool) {
+    let _turn = serial();
+    let board = Arc::new(Board::default());
+    let scheduler = scheduler(1, &board);
+    let bouncers = matches!(busy, Role::Bouncer);
+    let waiter = scheduler
+        .submit_joinable(job(Role::Waiter, &board), "wait", ())
+        .unwrap();
+    let waiter_pid = waiter.pid();
+    while !board.waiter_stepped.load(Ordering::SeqCst) {
+        thread::yield_now();
+    }
+    let first = scheduler
+        .submit_joinable(job(busy, &board), "busy", ())
+        .unwrap();
+    let second = if bouncers {
+        let b = scheduler
+            .submit_joinable(job(Role::Bouncer, &board), "busy", ())
+            .unwrap();
+        scheduler.send(first.pid(), b.pid().into_raw()).unwrap();
+        Some(b)
+    } else {
+        None
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while board.spins.load(Ordering::Relaxed) < 1_000 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the busy work never ran"
+        );
+        thread::yield_now();
+    }
+    if woken {
+        scheduler.send(waiter_pid, 5).unwrap();
+        match waiter.join_timeout(Duration::from_secs(10)) {
+            Ok(outcome) => assert_eq!(outcome, Ok(5)),
+            Err(_) => panic!("a process woken from outside was starved"),
+        }
+    } else {
+        for round in 0..10 {
+            let late = scheduler
+                .submit_joinable(job(Role::Short, &board), "short", ())
+                .unwrap();
+            match late.join_timeout(Duration::from_secs(10)) {
+                Ok(outcome) => assert_eq!(outcome, Ok(1)),
+                Err(_) => panic!("round {round}: a submitted process was starved"),
+            }
+        }
+    }
+    let before_stop = board.spins.load(Ordering::Relaxed);
+    board.stop.store(true, Ordering::Relaxed);
+    if bouncers {
+        assert_eq!(first.join(), Ok(3));
+        assert_eq!(second.unwrap().join(), Ok(3));
+    } else {
+        assert_eq!(first.join(), Ok(2));
+    }
+    assert!(before_stop > 1_000, "the busy work went on meanwhile");
+    let _ = scheduler.send(waiter_pid, 6);
+    scheduler.shutdown(Duration::from_secs(1));
+}
+
+#[test]
+fn a_chain_of_spawns_filling_the_local_deque_does_not_starve_submitted_processes() {
+    busy_worker_does_not_starve(Role::Chain, false);
+}
+
+/// Failed before commit 450993c: the 61-tick fairness check read only the
+/// global queue, so a worker whose deque never emptied never served its
+/// inject queue, where processes woken from outside wait.
+#[test]
+fn a_chain_of_spawns_filling_the_local_deque_does_not_starve_a_process_woken_from_outside() {
+    busy_worker_does_not_starve(Role::Chain, true);
+}
+
+#[test]
+fn two_processes_bouncing_messages_forever_do_not_starve_submitted_processes() {
+    busy_worker_does_not_starve(Role::Bouncer, false);
+}
+
+#[test]
+fn two_processes_bouncing_messages_forever_do_not_starve_a_process_woken_from_outside() {
+    busy_worker_does_not_starve(Role::Bouncer, true);
+}
+
+/// One spinner (always `Continue`) and a chain of spawns on one worker: the
+/// spinner must keep getting steps while the chain runs.
+///
+/// Fails: it gets none (0 steps while the chain ran ~1M links a second). A
+/// process that returns `Continue` (or is re-queued because it was woken
+/// during its step, or leaves `runnext` after its streak) goes to the
+/// worker's private `yielded` FIFO, which `find_local` (src/sched/worker.rs)
+/// serves only when `runnext`, the local deque, the inject queue and the
+/// global queue are all empty, and which no other worker can steal from.
+/// Go's `Gosched` puts the goroutine on the global queue, which the
+/// 61-tick check serves; here nothing bounds the wait.
+#[test]
+
+fn a_chain_of_spawns_filling_the_local_deque_does_not_starve_a_continuing_process() {
+    let _turn = serial();
+    let board = Arc::new(Board::default());
+    let scheduler = scheduler(1, &board);
+    let spinner = scheduler
+        .submit_joinable(job(Role::Spinner(0), &board), "spin", ())
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while board.per_spinner[0].load(Ordering::Relaxed) < 10 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the spinner never ran"
+        );
+        thread::yield_now();
+    }
+    let chain = scheduler
+        .submit_joinable(job(Role::Chain, &board), "chain", ())
+        .unwrap();
+    assert_eq!(chain.join(), Ok(2), "the first link ran");
+    let spins_then = board.per_spinner[0].load(Ordering::Relaxed);
+    let links_then = board.spins.load(Ordering::Relaxed);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let mut starved = true;
+    while std::time::Instant::now() < deadline {
+        if board.per_spinner[0].load(Ordering::Relaxed) >= spins_then + 10 {
+            starved = false;
+            break;
+        }
+        thread::sleep(Duration::from_millis(1));
+    }
+    let links = board.spins.load(Ordering::Relaxed) - links_then;
+    let spins = board.per_spinner[0].load(Ordering::Relaxed) - spins_then;
+    board.stop.store(true, Ordering::Relaxed);
+    assert_eq!(
+        spinner.join_timeout(Duration::from_secs(10)).ok(),
+        Some(Ok(0))
+    );
+    scheduler.shutdown(Duration::from_secs(1));
+    assert!(
+        !starved,
+        "the continuing process got {spins} steps while the chain ran {links} links"
+    );
 }

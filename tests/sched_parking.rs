@@ -225,7 +225,7 @@ fn a_storm_of_park_wake_cycles_on_three_workers_keeps_every_worker_alive() {
 /// while it is still registered as a sleeper, and the sleeper count drifts
 /// above the worker count.
 #[test]
-#[ignore = "BUG: Idle::wake_all leaves a stale wakeup flag on a worker that was not parked (src/sched/idle.rs:138-144)"]
+
 fn wake_all_leaves_no_stale_wakeup_for_a_worker_that_was_not_parked() {
     use stepsched::sched::idle::Idle;
     let idle = Arc::new(Idle::new(2));

@@ -458,7 +458,7 @@ fn shutdown_of_a_few_idle_processes_keeps_every_worker_thread_alive() {
 /// and `wake_all_leaves_no_stale_wakeup_for_a_worker_that_was_not_parked`
 /// in tests/sched_parking.rs for the mechanism.
 #[test]
-#[ignore = "BUG: shutdown's wake_all leaves stale park wakeups; in debug a worker dies of an overflow at src/sched/idle.rs:75"]
+
 fn shutdown_of_thousands_of_idle_processes_keeps_every_worker_thread_alive() {
     for _ in 0..30 {
         shutdown_many_idle(10_000);

@@ -1,5 +1,6 @@
 //! Replays bytes as single-threaded operations on [`mpsc::Queue`] and
-//! [`GlobalQueue`] against `VecDeque` models.
+//! [`GlobalQueue`], and then the same bytes as operations on two
+//! [`mpsc::Mailbox`]es and two [`NodeCache`]s, against `VecDeque` models.
 //!
 //! A single thread cannot be preempted mid-push, so the engine opens the
 //! mid-link window on purpose (`Queue::push_mid_link`, test-only): several
@@ -20,12 +21,23 @@
 //! is its argument where it has one (a burst of up to 20 pushes, so the
 //! node-recycling batches are reached from short inputs; which pending push
 //! to link).
+//!
+//! The mailbox pass reads each byte as `byte % 12` and `byte / 12`
+//! (0..=21), whose low bits pick the mailbox and the cache. Besides the
+//! items it models each cache's length (a take from an empty cache
+//! allocates, a node returned to a full one is freed), and it moves items
+//! from one mailbox to the other through one cache, as a worker does, so
+//! nodes change mailboxes while pushes are left mid-link.
+//!
+//! [`mpsc::Queue`]: crate::mpsc::Queue
+//! [`mpsc::Mailbox`]: crate::mpsc::Mailbox
+//! [`NodeCache`]: crate::mpsc::NodeCache
 
 use std::cell::Cell;
 use std::collections::VecDeque;
 use std::rc::Rc;
 
-use crate::mpsc::{MidLink, Producer, Queue, TryPopError};
+use crate::mpsc::{Mailbox, MidLink, NodeCache, Producer, Queue, TryPopError};
 use crate::sched::{GlobalQueue, Take, BATCH};
 
 /// A queued item: an id, and a counter bumped when it is dropped.
@@ -183,8 +195,163 @@ impl Engine {
     }
 }
 
-/// Replays `data` as operations on the queues and their models, panicking
-/// on the first difference.
+/// A [`NodeCache`] and its model: how many nodes it holds, at most `limit`.
+struct CacheModel {
+    cache: NodeCache<Tracked>,
+    len: usize,
+}
+
+impl CacheModel {
+    fn new(limit: usize) -> Self {
+        CacheModel {
+            cache: NodeCache::with_limit(limit),
+            len: 0,
+        }
+    }
+
+    /// A push took a node (or allocated one if there was none).
+    fn took(&mut self) {
+        self.len = self.len.saturating_sub(1);
+    }
+
+    /// A pop returned a node (or freed it if the cache was full).
+    fn got_back(&mut self) {
+        self.len = (self.len + 1).min(self.cache.limit());
+    }
+}
+
+impl Engine {
+    /// The mailbox pass: like [`Engine::epoch`], on two mailboxes and two
+    /// caches.
+    fn mailbox_epoch(&mut self, bytes: &mut std::slice::Iter<'_, u8>) -> bool {
+        let boxes = [Mailbox::new(), Mailbox::new()];
+        let mut models = [Model::new(), Model::new()];
+        let mut caches = [
+            CacheModel::new(4),
+            CacheModel::new(NodeCache::<Tracked>::DEFAULT_LIMIT),
+        ];
+        let mut pending: Vec<(u64, MidLink<'_, Tracked>)> = Vec::new();
+        let drops_at_start = self.drops.get();
+        let mut dropped_by_us = 0;
+        let mut more = false;
+
+        for &byte in bytes.by_ref() {
+            let arg = usize::from(byte / 12);
+            let (m, c) = (arg % 2, arg / 2 % 2);
+            match byte % 12 {
+                0 => {
+                    for _ in 0..=arg / 2 {
+                        let item = self.item();
+                        models[m].push_back((item.id, true));
+                        boxes[m].push(item);
+                    }
+                }
+                1 => {
+                    for _ in 0..=arg / 4 {
+                        let item = self.item();
+                        models[m].push_back((item.id, true));
+                        boxes[m].push_with(item, &mut caches[c].cache);
+                        caches[c].took();
+                    }
+                }
+                op @ 2..=4 => {
+                    let expected = Engine::expected_pop(&mut models[m]);
+                    // SAFETY: the engine is single-threaded: one consumer.
+                    let got = unsafe {
+                        match op {
+                            2 => boxes[m].try_pop(),
+                            3 => boxes[m].try_pop_with(&mut caches[c].cache),
+                            _ => boxes[m]
+                                .pop_with(&mut caches[c].cache)
+                                .ok_or(TryPopError::Empty),
+                        }
+                    }
+                    .map(|t| t.id);
+                    let expected = match (op, expected) {
+                        (4, Err(_)) => Err(TryPopError::Empty),
+                        (_, e) => e,
+                    };
+                    assert_eq!(got, expected, "mailbox {m}: pop (op {op})");
+                    if got.is_ok() {
+                        dropped_by_us += 1;
+                        if op != 2 {
+                            caches[c].got_back();
+                        }
+                    }
+                }
+                5 => {
+                    let item = self.item();
+                    let id = item.id;
+                    models[m].push_back((id, false));
+                    pending.push((id, boxes[m].push_mid_link(item, &mut caches[c].cache)));
+                    caches[c].took();
+                }
+                6 if !pending.is_empty() => {
+                    let (id, link) = pending.swap_remove(arg % pending.len());
+                    link.link();
+                    let entry = models.iter_mut().flatten().find(|(i, _)| *i == id);
+                    entry.expect("pending item is modelled").1 = true;
+                }
+                7 => {
+                    more = true;
+                    break;
+                }
+                // A fresh cache (the old one frees its nodes), limit 0..=10.
+                8 => caches[arg % 2] = CacheModel::new(arg / 2),
+                9 => {
+                    // A worker's hop: pop from `m` into cache `c`, push the
+                    // item into the other mailbox from the same cache.
+                    for _ in 0..=arg / 4 {
+                        let Ok(id) = Engine::expected_pop(&mut models[m]) else {
+                            break;
+                        };
+                        // SAFETY: single-threaded: one consumer.
+                        let item = unsafe { boxes[m].pop_with(&mut caches[c].cache) };
+                        let item = item.expect("the model has a linked item");
+                        assert_eq!(item.id, id, "mailbox {m}: hop");
+                        caches[c].got_back();
+                        models[1 - m].push_back((id, true));
+                        boxes[1 - m].push_with(item, &mut caches[c].cache);
+                        caches[c].took();
+                    }
+                }
+                10 => {
+                    let expected = Engine::expected_pop(&mut models[m]).ok();
+                    // SAFETY: single-threaded: one consumer.
+                    let got = unsafe { boxes[m].pop() }.map(|t| t.id);
+                    assert_eq!(got, expected, "mailbox {m}: pop");
+                    dropped_by_us += u64::from(got.is_some());
+                }
+                // 6 with nothing pending, 11: no operation.
+                _ => {}
+            }
+            for (i, c) in caches.iter().enumerate() {
+                assert_eq!(c.cache.len(), c.len, "cache {i}: len");
+            }
+            assert_eq!(
+                self.drops.get() - drops_at_start,
+                dropped_by_us,
+                "a mailbox operation dropped an item it should not have"
+            );
+        }
+
+        // Finish the pending pushes, drop the mailboxes: each must drop
+        // exactly the items it still held.
+        drop(pending);
+        let held = models.iter().map(|m| m.len() as u64).sum::<u64>();
+        drop(boxes);
+        drop(caches);
+        assert_eq!(
+            self.drops.get() - drops_at_start,
+            dropped_by_us + held,
+            "dropping the mailboxes dropped the wrong number of items"
+        );
+        more
+    }
+}
+
+/// Replays `data` as operations on the queues and their models, then again
+/// on the mailboxes and theirs, panicking on the first difference.
 pub fn replay(data: &[u8]) {
     let mut engine = Engine {
         next_id: 0,
@@ -192,6 +359,8 @@ pub fn replay(data: &[u8]) {
     };
     let mut bytes = data.iter();
     while engine.epoch(&mut bytes) {}
+    let mut bytes = data.iter();
+    while engine.mailbox_epoch(&mut bytes) {}
     assert_eq!(
         engine.drops.get(),
         engine.next_id,
@@ -239,5 +408,9 @@ mod tests {
             long.push(11); // drop the handle
         }
         replay(&long);
+        // Mailboxes: mid-link push into 0 from cache 0, pops (Inconsistent),
+        // a hop (blocked), link, hop to mailbox 1, pops from 1, a cache with
+        // limit 0, a burst through it.
+        replay(&[5, 3, 2, 4, 9, 6, 9, 3 + 12, 2 + 12, 8, 1 + 12 * 4, 10, 10]);
     }
 }

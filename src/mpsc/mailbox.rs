@@ -1,102 +1,8 @@
 //! [`Mailbox`]: the compact build of the queue, one per process, with nodes
 //! from a caller's [`NodeCache`].
 //!
-//! A runtime hosting hundreds of thousands of mostly idle processes pays a
-//! mailbox per process, so its size is the size of an idle process. A
-//! [`Queue`](super::Queue) is 256 bytes of padded halves, a stub node, and a
-//! private chain of up to 256 recycled nodes; and a push that finds no
-//! recycled node allocates, so a message hop costs a `malloc` on the sender
-//! and a `free` on the receiver. A `Mailbox` is two words (`head`, `tail`)
-//! and a stub node, and it owns no spare nodes at all.
-//!
-//! # How it works
-//!
-//! The list is [`Queue`](super::Queue)'s, run by the same code (`list.rs`):
-//! a push swaps its node into `head` and then links the previous head to it;
-//! the consumer follows the stub's `next`, moves the item out, makes that
-//! node the new stub and releases the old one. What a `Mailbox` does with the
-//! released node is the caller's choice:
-//!
-//! - [`Mailbox::pop`] frees it and [`Mailbox::push`] allocates, as a plain
-//!   linked queue would;
-//! - [`Mailbox::pop_with`] puts it into a [`NodeCache`] (or frees it if the
-//!   cache is full) and [`Mailbox::push_with`] takes its node from one
-//!   (allocating only if it is empty).
-//!
-//! Every `Mailbox<T>` has the same node type, so one cache serves any
-//! number of mailboxes. A scheduler worker keeps one: the messages it pops
-//! for the process it runs refill the cache, and the messages that process
-//! sends take their nodes from it, so steady-state message passing does not
-//! touch the allocator.
-//!
-//! A released node is safe to reuse anywhere at once. The consumer releases
-//! the old stub only after reading a non-null `next` from it, and that store
-//! was the last thing its producer did to it (**stub-alive** in the [module
-//! docs](super)); the Acquire load of that `next` orders the producer's
-//! accesses before whatever the consumer, or a later owner of the cache,
-//! does with the node. The node keeps no trace of the mailbox it came from.
-//! **cache-ownership:** a node in a [`NodeCache`] belongs to that cache
-//! alone; it leaves by `push_with`, whose Release swap publishes it, or when
-//! the cache is freed.
-//!
-//! # The mid-link window (DESIGN.md trap 4)
-//!
-//! A producer preempted between its swap and its link leaves its item, and
-//! every item pushed after it, unreachable: the stub's `next` is still null.
-//! No one else can finish the link, so [`Mailbox::pop`] returns `None` then
-//! and [`Mailbox::try_pop`] says [`TryPopError::Inconsistent`]; the items
-//! become reachable as soon as that producer runs again.
-//!
-//! The scheduler tolerates this because every producer notifies the process
-//! *after* its push completed, link included: the notification (an RMW on
-//! the process's state word) is ordered after the link store, and the worker
-//! that runs the process for it acquires the state word before popping, so
-//! that pop sees the link. A worker that polls during the window and gets
-//! `None` goes on to put the process to sleep, and the state-word protocol
-//! either sees the pending notification or hands it to the notifier: the
-//! item is never stranded.
-//!
-//! # What it gives up, and why
-//!
-//! - **No padding.** Producers and the consumer write the same cache line.
-//!   A mailbox has one consumer at a time and is rarely pushed to by many
-//!   threads at once; for a hot shared queue use [`Queue`](super::Queue).
-//! - **No `is_empty` for other threads.** `Queue::is_empty` compares `tail`
-//!   with `head` and needs its pop-generation word to rule out ABA: the stub
-//!   it read may have been released and pushed again in between. With
-//!   caches, that reuse is the common case (a worker pops from a mailbox and
-//!   its process replies into the same one), so a `Mailbox` would need that
-//!   third word and two more stores per pop. The scheduler does not ask:
-//!   producers notify instead. The consumer itself learns whether the mailbox
-//!   is empty or mid-link from [`Mailbox::try_pop`].
-//!
-//! # Examples
-//!
-//! Two producers, each with its own cache, and a consumer with a third:
-//!
-//! ```
-//! use stepsched::mpsc::{Mailbox, NodeCache};
-//!
-//! let inbox = Mailbox::new();
-//! let mut consumer_cache = NodeCache::new();
-//! std::thread::scope(|s| {
-//!     for p in 0..2 {
-//!         let inbox = &inbox;
-//!         s.spawn(move || {
-//!             let mut cache = NodeCache::new();
-//!             (0..100).for_each(|i| inbox.push_with((p, i), &mut cache));
-//!         });
-//!     }
-//! });
-//! let mut last = [None, None];
-//! // SAFETY: this thread is the only consumer.
-//! while let Some((p, i)) = unsafe { inbox.pop_with(&mut consumer_cache) } {
-//!     assert!(last[p] < Some(i), "per-producer order");
-//!     last[p] = Some(i);
-//! }
-//! assert_eq!(last, [Some(99), Some(99)]);
-//! assert_eq!(consumer_cache.len(), 64); // the rest was freed
-//! ```
+//! The design is documented on [`Mailbox`], so that it shows in the public
+//! docs.
 
 use core::fmt;
 use core::marker::PhantomData;
@@ -108,15 +14,111 @@ use super::node::Node;
 use crate::sync::{AtomicPtr, UnsafeCell};
 
 /// A compact multi-producer, single-consumer FIFO queue: two words plus one
-/// heap node (see the [module docs](self) for the trade-offs against
-/// [`Queue`](super::Queue)).
+/// heap node, with nodes from a caller's [`NodeCache`].
 ///
 /// `push` and `push_with` may be called from any thread; the `pop` family
 /// from any thread too, but never by two threads at once, which is why it
 /// is `unsafe`. The `_with` variants take and return nodes through a
 /// thread-local [`NodeCache`].
 ///
+/// A runtime hosting hundreds of thousands of mostly idle processes pays a
+/// mailbox per process, so its size is the size of an idle process. A
+/// [`Queue`](super::Queue) is 256 bytes of padded halves, a stub node, and a
+/// private chain of up to 256 recycled nodes; and a push that finds no
+/// recycled node allocates, so a message hop costs a `malloc` on the sender
+/// and a `free` on the receiver. A `Mailbox` is two words (`head`, `tail`)
+/// and a stub node, and it owns no spare nodes at all.
+///
+/// # How it works
+///
+/// The list is [`Queue`](super::Queue)'s, run by the same code (`list.rs`):
+/// a push swaps its node into `head` and then links the previous head to it;
+/// the consumer follows the stub's `next`, moves the item out, makes that
+/// node the new stub and releases the old one. What a `Mailbox` does with the
+/// released node is the caller's choice:
+///
+/// - [`Mailbox::pop`] frees it and [`Mailbox::push`] allocates, as a plain
+///   linked queue would;
+/// - [`Mailbox::pop_with`] puts it into a [`NodeCache`] (or frees it if the
+///   cache is full) and [`Mailbox::push_with`] takes its node from one
+///   (allocating only if it is empty).
+///
+/// Every `Mailbox<T>` has the same node type, so one cache serves any
+/// number of mailboxes. A scheduler worker keeps one: the messages it pops
+/// for the process it runs refill the cache, and the messages that process
+/// sends take their nodes from it, so steady-state message passing does not
+/// touch the allocator.
+///
+/// A released node is safe to reuse anywhere at once. The consumer releases
+/// the old stub only after reading a non-null `next` from it, and that store
+/// was the last thing its producer did to it (**stub-alive** in the [module
+/// docs](super)); the Acquire load of that `next` orders the producer's
+/// accesses before whatever the consumer, or a later owner of the cache,
+/// does with the node. The node keeps no trace of the mailbox it came from.
+/// **cache-ownership:** a node in a [`NodeCache`] belongs to that cache
+/// alone; it leaves by `push_with`, whose Release swap publishes it, or when
+/// the cache is freed.
+///
+/// # The mid-link window (DESIGN.md trap 4)
+///
+/// A producer preempted between its swap and its link leaves its item, and
+/// every item pushed after it, unreachable: the stub's `next` is still null.
+/// No one else can finish the link, so [`Mailbox::pop`] returns `None` then
+/// and [`Mailbox::try_pop`] says [`TryPopError::Inconsistent`]; the items
+/// become reachable as soon as that producer runs again.
+///
+/// The scheduler tolerates this because every producer notifies the process
+/// *after* its push completed, link included: the notification (an RMW on
+/// the process's state word) is ordered after the link store, and the worker
+/// that runs the process for it acquires the state word before popping, so
+/// that pop sees the link. A worker that polls during the window and gets
+/// `None` goes on to put the process to sleep, and the state-word protocol
+/// either sees the pending notification or hands it to the notifier: the
+/// item is never stranded.
+///
+/// # What it gives up, and why
+///
+/// - **No padding.** Producers and the consumer write the same cache line.
+///   A mailbox has one consumer at a time and is rarely pushed to by many
+///   threads at once; for a hot shared queue use [`Queue`](super::Queue).
+/// - **No `is_empty` for other threads.** `Queue::is_empty` compares `tail`
+///   with `head` and needs its pop-generation word to rule out ABA: the stub
+///   it read may have been released and pushed again in between. With
+///   caches, that reuse is the common case (a worker pops from a mailbox and
+///   its process replies into the same one), so a `Mailbox` would need that
+///   third word and two more stores per pop. The scheduler does not ask:
+///   producers notify instead. The consumer itself learns whether the mailbox
+///   is empty or mid-link from [`Mailbox::try_pop`].
+///
 /// # Examples
+///
+/// Two producers, each with its own cache, and a consumer with a third:
+///
+/// ```
+/// use stepsched::mpsc::{Mailbox, NodeCache};
+///
+/// let inbox = Mailbox::new();
+/// let mut consumer_cache = NodeCache::new();
+/// std::thread::scope(|s| {
+///     for p in 0..2 {
+///         let inbox = &inbox;
+///         s.spawn(move || {
+///             let mut cache = NodeCache::new();
+///             (0..100).for_each(|i| inbox.push_with((p, i), &mut cache));
+///         });
+///     }
+/// });
+/// let mut last = [None, None];
+/// // SAFETY: this thread is the only consumer.
+/// while let Some((p, i)) = unsafe { inbox.pop_with(&mut consumer_cache) } {
+///     assert!(last[p] < Some(i), "per-producer order");
+///     last[p] = Some(i);
+/// }
+/// assert_eq!(last, [Some(99), Some(99)]);
+/// assert_eq!(consumer_cache.len(), 64); // the rest was freed
+/// ```
+///
+/// One thread, no cache:
 ///
 /// ```
 /// use stepsched::mpsc::Mailbox;
@@ -223,7 +225,7 @@ impl<T> Mailbox<T> {
 
     /// Removes the oldest item and frees the node it releases, or returns
     /// `None` if there is none or the next one is still being linked by a
-    /// producer (see the [mid-link window](self#the-mid-link-window-designmd-trap-4)).
+    /// producer (see the [mid-link window](Mailbox#the-mid-link-window-designmd-trap-4)).
     /// Never waits.
     ///
     /// # Safety
@@ -540,7 +542,11 @@ mod tests {
         // SAFETY: as above.
         all.extend(std::iter::from_fn(|| unsafe { b.pop_with(&mut cache) }));
         assert_eq!(all.len(), 8);
-        assert_eq!(cache.len(), total - 2, "every item node is back in the cache");
+        assert_eq!(
+            cache.len(),
+            total - 2,
+            "every item node is back in the cache"
+        );
     }
 
     #[test]

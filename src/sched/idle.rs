@@ -134,12 +134,10 @@ impl Idle {
         }
     }
 
-    /// Wakes every sleeper (shutdown).
+    /// Wakes every sleeper (shutdown). A worker that is not asleep needs no
+    /// flag: it checks the phase before it sleeps (after `prepare_park`).
     pub fn wake_all(&self) {
         while self.wake_one() {}
-        for index in 0..self.parkers.len() {
-            self.unpark(index);
-        }
     }
 
     /// Registers worker `index` as a sleeper (leaving the spinners if
@@ -173,17 +171,31 @@ impl Idle {
         }
     }
 
-    /// Sleeps until woken.
+    /// Sleeps until woken, and leaves the sleepers in any case.
+    ///
+    /// A waker takes the worker off the list before setting its flag. A
+    /// flag can also be stale: `cancel_park` clears it, but a waker that
+    /// popped us may set it just after. Then this returns at once with the
+    /// worker still registered, so it withdraws itself here: the list and the
+    /// count never keep a worker that is awake.
     pub fn park(&self, index: usize) {
-        let parker = &self.parkers[index];
-        let mut notified = parker.notified.lock().unwrap_or_else(|e| e.into_inner());
-        while !*notified {
-            notified = parker
-                .wake
-                .wait(notified)
-                .unwrap_or_else(|e| e.into_inner());
+        {
+            let parker = &self.parkers[index];
+            let mut notified = parker.notified.lock().unwrap_or_else(|e| e.into_inner());
+            while !*notified {
+                notified = parker
+                    .wake
+                    .wait(notified)
+                    .unwrap_or_else(|e| e.into_inner());
+            }
+            *notified = false;
         }
-        *notified = false;
+        let mut sleepers = self.sleepers.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(at) = sleepers.iter().position(|&i| i == index) {
+            sleepers.swap_remove(at);
+            // SeqCst: see `wake_one`.
+            self.state.fetch_sub(SLEEPER, Ordering::SeqCst);
+        }
     }
 
     fn unpark(&self, index: usize) {

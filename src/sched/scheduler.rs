@@ -316,9 +316,17 @@ impl<P: Process> Scheduler<P> {
         report.stuck = shared.table.live();
         shared.set_phase(phase::EXITING);
         shared.idle.wake_all();
-        for handle in self.threads().drain(..) {
-            let _ = handle.join();
+        if report.stuck == 0 {
+            for handle in self.threads().drain(..) {
+                let _ = handle.join();
+            }
+            // SAFETY: every worker has exited, and deliveries are refused
+            // from now on (phase EXITING): this thread is the only consumer.
+            unsafe { shared.report_stranded() };
         }
+        // Otherwise a worker is inside a step that never returned: it cannot
+        // be joined, and its mailboxes are not ours to drain. Its threads are
+        // detached when `threads` drops.
         *stored = Some(report);
         report
     }

@@ -214,6 +214,24 @@ impl<P: Process> Shared<P> {
         }
     }
 
+    /// Reports every event still in a mailbox: events accepted just as their
+    /// process ended and pushed after its worker drained it. They are
+    /// otherwise reported when the slot is next used.
+    ///
+    /// # Safety
+    ///
+    /// No worker may run, and no delivery may be under way (phase EXITING
+    /// and the workers joined): the caller is every mailbox's only consumer.
+    pub(crate) unsafe fn report_stranded(&self) {
+        for slot in self.table.slots() {
+            // SAFETY: the caller's contract makes us the only consumer.
+            while let Some(envelope) = unsafe { slot.events.pop() } {
+                let to = Pid::new(slot.pid().index(), envelope.generation);
+                self.undelivered(to, envelope.event);
+            }
+        }
+    }
+
     /// Whether any queue a worker could take from looks non-empty.
     pub(crate) fn has_visible_work(&self) -> bool {
         !self.global.is_empty()

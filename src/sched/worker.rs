@@ -2,10 +2,10 @@
 //!
 //! Where a worker looks for work, in order (DESIGN.md):
 //!
-//! 1. every `global_queue_interval`-th tick (61), its inject queue and the
-//!    global queue first, so a busy local deque cannot starve remote wakeups
-//!    or new submissions (Go's rule, extended to our per-worker inject
-//!    queues);
+//! 1. every `global_queue_interval`-th tick (61), its inject queue, the
+//!    global queue and the oldest *continue*d process first, so a busy local
+//!    deque cannot starve remote wakeups, new submissions or yielding
+//!    processes (Go's rule, extended to our other FIFO sources);
 //! 2. `runnext`: the process this worker last woke by a message, so a
 //!    request and its reply stay on one core (Go's `runnext`), at most
 //!    [`RUNNEXT_STREAK`] times in a row;
@@ -151,7 +151,8 @@ impl<P: Process> Local<P> {
         if self.tick % self.shared.config.global_queue_interval == 0 {
             // Both queues fed from outside get their turn, or a busy local
             // deque would starve remote wakeups as well as submissions.
-            if let Some(task) = self.take_inject().or_else(|| self.take_global()) {
+            let outside = self.take_inject().or_else(|| self.take_global());
+            if let Some(task) = outside.or_else(|| self.yielded.pop_front()) {
                 return Some(task);
             }
         }
