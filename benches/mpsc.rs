@@ -10,6 +10,14 @@
 //!   backlog the consumer drains at the end. The `..._handle` variants push
 //!   through a `Producer` handle (private node chain) instead of
 //!   `Queue::push`.
+//! - `mailbox/push_pop_with_cache_1000`: the same round on a `Mailbox`
+//!   with a `NodeCache` of 1024 nodes, so after the first round every push
+//!   takes a cached node and every pop returns one: compare with
+//!   `mpsc/push_pop_1000` for the queue operations alone (two words, no
+//!   padding, no shared free slot).
+//! - `mailbox/push_pop_1000`: the same without a cache: one `malloc` per
+//!   push and one `free` per pop, what a mailbox costs when the caller keeps
+//!   no nodes.
 //! - `global/1_producer_2_consumers`: one producer pushes while two
 //!   consumers `take_batch` (1 + 16) into a local `Vec`, yielding on a miss.
 //! - `global/push_take_batch_1000`: one thread pushes 1000 then takes them
@@ -26,7 +34,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use stepsched::mpsc::Queue;
+use stepsched::mpsc::{Mailbox, NodeCache, Queue};
 use stepsched::sched::{GlobalQueue, Take};
 
 const ROUND: u64 = 1000;
@@ -121,6 +129,33 @@ fn single_thread(c: &mut Criterion) {
             (0..ROUND).for_each(|i| q.push(i));
             // SAFETY: this thread is the only consumer.
             while let Some(v) = unsafe { q.pop() } {
+                black_box(v);
+            }
+        });
+    });
+    g.finish();
+
+    let mut g = c.benchmark_group("mailbox");
+    g.warm_up_time(Duration::from_millis(300))
+        .measurement_time(Duration::from_secs(2))
+        .throughput(Throughput::Elements(ROUND));
+    g.bench_function("push_pop_with_cache_1000", |b| {
+        let m = Mailbox::new();
+        let mut cache = NodeCache::with_limit(1024);
+        b.iter(|| {
+            (0..ROUND).for_each(|i| m.push_with(i, &mut cache));
+            // SAFETY: this thread is the only consumer.
+            while let Some(v) = unsafe { m.pop_with(&mut cache) } {
+                black_box(v);
+            }
+        });
+    });
+    g.bench_function("push_pop_1000", |b| {
+        let m = Mailbox::new();
+        b.iter(|| {
+            (0..ROUND).for_each(|i| m.push(i));
+            // SAFETY: this thread is the only consumer.
+            while let Some(v) = unsafe { m.pop() } {
                 black_box(v);
             }
         });

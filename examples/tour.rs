@@ -27,7 +27,7 @@
 use std::collections::BinaryHeap;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{mpsc, Condvar, Mutex};
+use std::sync::{mpsc, Arc, Condvar, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -601,8 +601,9 @@ impl Histogram {
 
 fn fmt_ns(ns: u64) -> String {
     match ns {
-        0..=9_999 => format!("{ns} ns"),
-        10_000..=9_999_999 => format!("{:.1} µs", ns as f64 / 1e3),
+        0..=999 => format!("{ns} ns"),
+        1_000..=9_999 => format!("{:.2} µs", ns as f64 / 1e3),
+        10_000..=999_999 => format!("{:.1} µs", ns as f64 / 1e3),
         _ => format!("{:.1} ms", ns as f64 / 1e6),
     }
 }
@@ -618,9 +619,10 @@ fn rate(n: u64, d: Duration) -> String {
 
 // ---------------------------------------------------------------------------
 
-/// The totals of every finished process, and a signal when the sessions are.
+/// The totals of every finished process (or the first failure), and a
+/// signal for the main thread once the sessions are done.
 struct Totals {
-    tally: Mutex<Tally>,
+    tally: Mutex<(Tally, Option<String>)>,
     changed: Condvar,
 }
 
@@ -637,11 +639,11 @@ fn main() {
         .spawn(move || io_thread(io_rx))
         .expect("io thread");
     let to_io = io_tx.clone();
-    let totals = std::sync::Arc::new(Totals {
-        tally: Mutex::new(Tally::default()),
+    let totals = Arc::new(Totals {
+        tally: Mutex::new((Tally::default(), None)),
         changed: Condvar::new(),
     });
-    let hook_totals = std::sync::Arc::clone(&totals);
+    let hook_totals = Arc::clone(&totals);
     let scheduler = Scheduler::<Node>::builder()
         .handler("cache", |cmd, completer| {
             let Cmd::Cache { key } = cmd else {
@@ -661,12 +663,20 @@ fn main() {
                 })
                 .expect("io thread runs");
         })
-        .on_complete(move |pid, outcome| match outcome {
-            Ok(tally) => {
-                hook_totals.tally.lock().unwrap().add(tally);
+        // Runs on the worker as each process ends: keep it short.
+        .on_complete(move |pid, outcome| {
+            let mut totals = hook_totals.tally.lock().unwrap();
+            match outcome {
+                Ok(tally) => totals.0.add(tally),
+                Err(e) => {
+                    totals
+                        .1
+                        .get_or_insert_with(|| format!("process {pid:?}: {e}"));
+                }
+            }
+            if totals.0.sessions == u64::from(sessions) || totals.1.is_some() {
                 hook_totals.changed.notify_all();
             }
-            Err(e) => panic!("process {pid:?} failed: {e}"),
         })
         .build()
         .expect("worker threads start");
@@ -706,7 +716,10 @@ fn main() {
     let wait_for = |what: &str, done: &dyn Fn(&Tally) -> bool| {
         let deadline = Instant::now() + Duration::from_secs(120);
         let mut tally = totals.tally.lock().unwrap();
-        while !done(&tally) {
+        while !done(&tally.0) {
+            if let Some(failure) = &tally.1 {
+                panic!("{failure}");
+            }
             assert!(
                 Instant::now() < deadline,
                 "{what} stuck: {tally:?}\n{}",
@@ -738,7 +751,7 @@ fn main() {
     let io_completed = io.join().expect("io thread");
     let stats = scheduler.stats();
     let report = scheduler.shutdown(Duration::from_secs(1));
-    let tally = *totals.tally.lock().unwrap();
+    let (tally, failure) = totals.tally.lock().unwrap().clone();
 
     // What ran.
     let steps = stats.total().steps;
@@ -772,8 +785,9 @@ fn main() {
     );
     println!();
     println!(
-        "latency {:>14} {:>9} {:>9} {:>9}",
-        "p50", "p90", "p99", "max"
+        "{:<14} {:>9} {:>9} {:>9} {:>9}  (all sessions are live at once and the workers \
+         saturated: latencies include queueing behind ready processes)",
+        "latency", "p50", "p90", "p99", "max"
     );
     println!(
         "{}",
@@ -827,6 +841,7 @@ fn main() {
     let tallies: u64 = per_router.iter().map(|n| n / TALLY_EVERY + 1).sum();
     // Request and reply per request, a result per job, the routers' tallies.
     expected.messages = 2 * expected.requests + expected.jobs + tallies;
+    assert_eq!(failure, None, "every process finished with its output");
     assert_eq!(tally, expected, "counts against the plan");
     assert_eq!(io_completed, expected.io, "reads the io thread completed");
     assert_eq!(stats.completed, expected.processes, "processes that ended");

@@ -90,6 +90,7 @@ struct Asker {
     got: Vec<(u64, Got)>,
     closes: Arc<AtomicUsize>,
     steps: Arc<AtomicUsize>,
+    messages: Arc<AtomicUsize>,
 }
 
 impl Asker {
@@ -100,6 +101,7 @@ impl Asker {
             got: Vec::new(),
             closes: Arc::new(AtomicUsize::new(0)),
             steps: Arc::new(AtomicUsize::new(0)),
+            messages: Arc::new(AtomicUsize::new(0)),
         }
     }
 }
@@ -131,6 +133,9 @@ impl Process for Asker {
                 Event::Completion { tag, result } => {
                     self.got.push((tag, result.into()));
                     self.pending -= 1;
+                }
+                Event::Message(()) => {
+                    self.messages.fetch_add(1, Ordering::SeqCst);
                 }
                 other => return Err(format!("unexpected event {other:?}")),
             }
@@ -390,6 +395,33 @@ fn a_held_completer_completed_later_from_the_test_thread_wakes_the_process() {
             (4, Got::Reply(40)),
             (5, Got::Failed("tag 5 refused".to_owned()))
         ])
+    );
+    scheduler.shutdown(Duration::from_secs(1));
+}
+
+#[test]
+fn messages_do_not_wake_a_process_waiting_for_a_completion_but_reach_its_next_step() {
+    let (scheduler, held, _) = setup();
+    let asker = Asker::new(vec![(1, Cmd::Hold)]);
+    let (steps, messages) = (Arc::clone(&asker.steps), Arc::clone(&asker.messages));
+    let asker = scheduler.submit_joinable(asker, "ask", ()).unwrap();
+    wait_until("the command to be held", || held.lock().unwrap().len() == 1);
+    scheduler.send(asker.pid(), ()).unwrap();
+    scheduler.send(asker.pid(), ()).unwrap();
+    thread::sleep(Duration::from_millis(50));
+    assert_eq!(
+        steps.load(Ordering::SeqCst),
+        1,
+        "messages must not wake a Wait"
+    );
+    let completer = held.lock().unwrap().pop().unwrap();
+    completer.succeed(9).unwrap();
+    assert_eq!(asker.join(), Ok(vec![(1, Got::Reply(9))]));
+    assert_eq!(steps.load(Ordering::SeqCst), 2);
+    assert_eq!(
+        messages.load(Ordering::SeqCst),
+        2,
+        "both messages reached step 2"
     );
     scheduler.shutdown(Duration::from_secs(1));
 }

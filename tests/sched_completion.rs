@@ -460,3 +460,115 @@ fn thread_hooks_run_once_per_worker_with_its_index_on_its_named_thread() {
     stops.sort();
     assert_eq!(stops, expected);
 }
+
+#[test]
+fn join_timeout_hands_the_handle_back_until_the_process_ends() {
+    let scheduler = Scheduler::builder().workers(2).build().unwrap();
+    let handle = scheduler
+        .submit_joinable(Holder { marker: 1 }, "hold", ())
+        .unwrap();
+    let pid = handle.pid();
+    let handle = match handle.join_timeout(Duration::from_millis(20)) {
+        Err(handle) => handle,
+        Ok(outcome) => panic!("an idle process ended: {outcome:?}"),
+    };
+    assert_eq!(handle.pid(), pid);
+    assert!(!handle.is_finished());
+    scheduler.send(pid, 3).unwrap();
+    wait_until("the process to end", || handle.is_finished());
+    assert_eq!(
+        handle.join_timeout(Duration::from_secs(10)).ok(),
+        Some(Ok("message 3".to_owned()))
+    );
+    scheduler.shutdown(Duration::from_secs(1));
+}
+
+/// Counts the processes between their first step and `close`.
+struct Counted {
+    alive: Arc<AtomicUsize>,
+    most: Arc<AtomicUsize>,
+    started: bool,
+}
+
+impl Process for Counted {
+    type Input = ();
+    type Message = ();
+    type Command = NoCommand;
+    type Reply = ();
+    type Output = ();
+    type Error = ();
+
+    fn init(&mut self, _: &str, _: ()) -> Result<(), ()> {
+        Ok(())
+    }
+
+    fn step(&mut self, _: &mut Vec<Event<Self>>, out: &mut StepOutput<'_, Self>) -> Result<(), ()> {
+        if !self.started {
+            self.started = true;
+            let now = self.alive.fetch_add(1, Ordering::SeqCst) + 1;
+            self.most.fetch_max(now, Ordering::SeqCst);
+            out.set_status(Status::Continue);
+        } else {
+            out.done(());
+        }
+        Ok(())
+    }
+
+    fn close(&mut self) {
+        if self.started {
+            self.alive.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
+
+#[test]
+fn max_processes_holds_under_concurrent_submits() {
+    const LIMIT: usize = 20;
+    let alive = Arc::new(AtomicUsize::new(0));
+    let most = Arc::new(AtomicUsize::new(0));
+    let scheduler = Arc::new(
+        Scheduler::<Counted>::builder()
+            .workers(2)
+            .max_processes(LIMIT)
+            .build()
+            .unwrap(),
+    );
+    let threads: Vec<_> = (0..4)
+        .map(|_| {
+            let (scheduler, alive, most) = (
+                Arc::clone(&scheduler),
+                Arc::clone(&alive),
+                Arc::clone(&most),
+            );
+            thread::spawn(move || {
+                let (mut accepted, mut refused) = (0, 0);
+                for _ in 0..5_000 {
+                    let process = Counted {
+                        alive: Arc::clone(&alive),
+                        most: Arc::clone(&most),
+                        started: false,
+                    };
+                    match scheduler.submit(process, "count", ()) {
+                        Ok(_) => accepted += 1,
+                        Err(SpawnError::AtCapacity(_)) => refused += 1,
+                        Err(e) => panic!("unexpected {e}"),
+                    }
+                }
+                (accepted, refused)
+            })
+        })
+        .collect();
+    let mut accepted = 0;
+    for thread in threads {
+        accepted += thread.join().unwrap().0;
+    }
+    wait_until("every process to end", || scheduler.live() == 0);
+    scheduler.shutdown(Duration::from_secs(1));
+    assert!(accepted > 0);
+    assert!(
+        most.load(Ordering::SeqCst) <= LIMIT,
+        "{} processes were alive at once, limit {LIMIT}",
+        most.load(Ordering::SeqCst)
+    );
+    assert_eq!(scheduler.stats().completed, accepted);
+}

@@ -519,17 +519,11 @@ impl Process for Once {
 /// until every send is refused; then shutdown. Each accepted message must
 /// have been seen by a step or reported to `on_undelivered`.
 ///
-/// Fails in most rounds (release: a few messages of ~100k per round): a
-/// message whose `send` read the target's state before it completed, but
-/// pushed it after the closing worker drained the queue
-/// (src/sched/worker.rs `close`, the drain loop), stays in the freed slot's
-/// queue. It is reported only if a later process reuses that slot
-/// (`collect_events`' generation check); at shutdown, or while the slot sits
-/// in a worker's free cache, it is never reported (src/sched/shared.rs
-/// `deliver`: "the worker that closes the process (or the next one to use
-/// the slot) reports it").
+/// Failed before commit 20e09ce in the first round (a few messages of
+/// ~100k lost): a message pushed after the closing worker drained the
+/// queue stayed in the freed slot, reported only if the slot was reused,
+/// and never at shutdown.
 #[test]
-
 fn every_message_accepted_by_a_finishing_process_is_received_or_reported() {
     const PROCESSES: usize = 500;
     const SENDERS: usize = 3;

@@ -220,12 +220,12 @@ fn a_storm_of_park_wake_cycles_on_three_workers_keeps_every_worker_alive() {
 /// The mechanism behind `shutdown_of_thousands_of_idle_processes_keeps_every_worker_thread_alive`
 /// (tests/sched_shutdown.rs), driven step by step through the idle
 /// protocol's hidden public API (`stepsched::sched::idle`, public for the
-/// loom models): `wake_all` unparks every worker, parked or not, so a
-/// worker that was busy keeps a wakeup flag; its next `park` returns at once
-/// while it is still registered as a sleeper, and the sleeper count drifts
-/// above the worker count.
+/// loom models): a worker that was busy during `wake_all` must not keep a
+/// wakeup flag, or its next `park` returns at once while it is still
+/// registered as a sleeper, and the sleeper count drifts above the worker
+/// count. Failed before commit 20e09ce (`wake_all` unparked every worker,
+/// parked or not).
 #[test]
-
 fn wake_all_leaves_no_stale_wakeup_for_a_worker_that_was_not_parked() {
     use stepsched::sched::idle::Idle;
     let idle = Arc::new(Idle::new(2));

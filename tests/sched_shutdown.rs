@@ -57,6 +57,10 @@ struct Tally {
 /// - "continue_forever": returns `Continue` whatever happens.
 /// - "idle": waits for messages; ignores `Cancel::Shutdown`.
 /// - "sleep_long": its first step sleeps 1.5 s, then it waits.
+/// - "finish_late": its first step sleeps 150 ms, then it finishes with 7.
+/// - "spawn_on_cancel": waits; on `Cancel::Shutdown` tries to spawn a child
+///   and finishes with 1 if it was refused as `ShuttingDown` (and handed
+///   back), 0 otherwise.
 struct Stubborn {
     method: String,
     steps: u64,
@@ -117,6 +121,23 @@ impl Process for Stubborn {
             }
             "continue_forever" => out.set_status(Status::Continue),
             "idle" => out.set_status(Status::Idle),
+            "spawn_on_cancel" => {
+                if cancelled {
+                    let mut child = Stubborn::new(&self.tally);
+                    child.tag = 99;
+                    let refused = match out.spawn(child, "idle", ()) {
+                        Err(SpawnError::ShuttingDown(child)) => child.tag == 99,
+                        _ => false,
+                    };
+                    out.done(u64::from(refused));
+                } else {
+                    out.set_status(Status::Idle);
+                }
+            }
+            "finish_late" => {
+                thread::sleep(Duration::from_millis(150));
+                out.done(7);
+            }
             "sleep_long" => {
                 if self.steps == 1 {
                     thread::sleep(Duration::from_millis(1_500));
@@ -365,6 +386,36 @@ fn a_step_that_outlasts_the_grace_period_is_reported_stuck_and_closed_when_it_re
     assert_eq!(tally.closes.load(Ordering::SeqCst), 1);
 }
 
+/// A process whose step is running when the 100 ms timeout passes, and
+/// which then finishes by itself with `Done(7)` within the grace period:
+/// its outcome is `Ok(7)`, but the report counts it as forced (whose
+/// outcome is documented as `Shutdown`) and not as completed. Cause:
+/// `close` in src/sched/worker.rs counts every close made during the
+/// FORCING phase as forced, whatever the outcome; and `report.completed` is
+/// read before FORCING begins.
+#[test]
+#[ignore = "BUG: a process finishing by itself during the grace period is reported as forced though its outcome is Ok (src/sched/worker.rs close)"]
+fn a_process_that_finishes_by_itself_after_the_timeout_is_not_reported_as_forced() {
+    let tally = Arc::new(Tally::default());
+    let scheduler = scheduler(&Held::default());
+    let late = scheduler
+        .submit_joinable(Stubborn::new(&tally), "finish_late", ())
+        .unwrap();
+    wait_until("the step to start", || {
+        tally.first_steps.load(Ordering::SeqCst) == 1
+    });
+    let report = scheduler.shutdown(Duration::from_millis(100));
+    let outcome = late.join();
+    assert_eq!(outcome, Ok(7));
+    assert_eq!(report.stuck, 0, "{report:?}");
+    assert_eq!(report.forced, 0, "its outcome is not Shutdown: {report:?}");
+    assert_eq!(
+        report.cancelled,
+        report.completed + report.forced + report.stuck,
+        "each cancelled process is counted once: {report:?}"
+    );
+}
+
 #[test]
 fn a_second_shutdown_returns_the_first_report() {
     let tally = Arc::new(Tally::default());
@@ -452,15 +503,41 @@ fn shutdown_of_a_few_idle_processes_keeps_every_worker_thread_alive() {
     shutdown_many_idle(10);
 }
 
-/// In debug builds a worker panics with "attempt to subtract with overflow"
-/// at src/sched/idle.rs:75 in about one in ten of these shutdowns (so 30
-/// rounds fail nearly always); see the report
-/// and `wake_all_leaves_no_stale_wakeup_for_a_worker_that_was_not_parked`
-/// in tests/sched_parking.rs for the mechanism.
+/// Before commit 20e09ce, in debug builds, a worker died of "attempt to
+/// subtract with overflow" (src/sched/idle.rs) in about one in ten of these
+/// shutdowns, so 30 rounds failed nearly always; see
+/// `wake_all_leaves_no_stale_wakeup_for_a_worker_that_was_not_parked` in
+/// tests/sched_parking.rs for the mechanism.
 #[test]
-
 fn shutdown_of_thousands_of_idle_processes_keeps_every_worker_thread_alive() {
     for _ in 0..30 {
         shutdown_many_idle(10_000);
     }
+}
+
+#[test]
+fn a_step_cannot_spawn_once_shutdown_began() {
+    let tally = Arc::new(Tally::default());
+    let scheduler = scheduler(&Held::default());
+    let parent = scheduler
+        .submit_joinable(Stubborn::new(&tally), "spawn_on_cancel", ())
+        .unwrap();
+    wait_until("the first step", || {
+        tally.first_steps.load(Ordering::SeqCst) == 1
+    });
+    let report = scheduler.shutdown(Duration::from_secs(10));
+    assert_eq!(
+        parent.join(),
+        Ok(1),
+        "the spawn was refused with the child handed back"
+    );
+    assert_eq!(
+        (report.cancelled, report.completed, report.forced),
+        (1, 1, 0)
+    );
+    assert_eq!(
+        tally.closes.load(Ordering::SeqCst),
+        1,
+        "the child never started"
+    );
 }

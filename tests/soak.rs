@@ -61,7 +61,8 @@ impl Rng {
     }
 }
 
-/// Per-id counters, in pages allocated on first use. Each id's byte holds
+/// Per-id counters, in pages allocated on first use (one byte per id; up
+/// to 2^30 ids, about 3 million a second are used). Each id's byte holds
 /// four 2-bit counts (so a second event for an id shows up as a 2).
 struct Ledger {
     name: &'static str,
@@ -86,12 +87,18 @@ impl Ledger {
         Ledger {
             name,
             next: AtomicU64::new(0),
-            pages: (0..1 << 12).map(|_| OnceLock::new()).collect(),
+            pages: (0..1 << 14).map(|_| OnceLock::new()).collect(),
         }
     }
 
     fn alloc(&self) -> u64 {
-        self.next.fetch_add(1, Ordering::Relaxed)
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        assert!(
+            id >> PAGE_BITS < self.pages.len() as u64,
+            "{} ledger full: lower SOAK_SECS",
+            self.name
+        );
+        id
     }
 
     fn cell(&self, id: u64) -> &AtomicU8 {
@@ -149,7 +156,7 @@ struct Registry {
 }
 
 impl Registry {
-    const SIZE: usize = 4_096;
+    const SIZE: usize = 1_024;
 
     fn push(&self, pid: Pid) {
         let mut pids = self.pids.lock().unwrap();
@@ -444,8 +451,8 @@ fn client(
     let mut rng = Rng::new(0xC0FFEE + index);
     let mut joinable = Vec::new();
     while Instant::now() < deadline {
-        match rng.below(100) {
-            0..=24 => {
+        match rng.below(1_000) {
+            0..=249 => {
                 if ctx.live() >= LIVE_CAP {
                     continue;
                 }
@@ -477,7 +484,7 @@ fn client(
                     }
                 }
             }
-            25..=74 => {
+            250..=499 => {
                 let to = if rng.chance(20) {
                     Pid::from_raw(rng.next())
                 } else {
@@ -501,7 +508,7 @@ fn client(
                     }
                 }
             }
-            75..=76 => {
+            500..=501 => {
                 if let Some(pid) = ctx.registry.pick(&mut rng) {
                     if scheduler.terminate(pid).is_ok() {
                         ctx.terminate_ok.fetch_add(1, Ordering::Relaxed);

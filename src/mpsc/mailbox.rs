@@ -68,13 +68,12 @@ use crate::sync::{AtomicPtr, UnsafeCell};
 /// become reachable as soon as that producer runs again.
 ///
 /// The scheduler tolerates this because every producer notifies the process
-/// *after* its push completed, link included: the notification (an RMW on
-/// the process's state word) is ordered after the link store, and the worker
-/// that runs the process for it acquires the state word before popping, so
-/// that pop sees the link. A worker that polls during the window and gets
-/// `None` goes on to put the process to sleep, and the state-word protocol
-/// either sees the pending notification or hands it to the notifier: the
-/// item is never stranded.
+/// *after* its push has completed, link included: the notification (an RMW
+/// on the process's state word) follows the link store in program order,
+/// and the worker that runs the process for it acquires the state word
+/// before popping, so that pop sees the link. A pop that returns `None`
+/// during the window therefore strands nothing: the producer's
+/// notification, and with it another pop, is still to come.
 ///
 /// # What it gives up, and why
 ///
