@@ -8,6 +8,7 @@ use super::idle::Idle;
 use super::stats::Counters;
 use super::table::{Envelope, FreeCache, Slot, Table, Task};
 use crate::deque::Stealer;
+use crate::mpsc::NodeCache;
 use crate::process::state::{Lifecycle, Notify, Wake};
 use crate::process::{
     panic_message, Event, Outcome, Pid, Process, ProcessError, SpawnError, Spawner,
@@ -141,11 +142,15 @@ impl<P: Process> Shared<P> {
     /// Queues `event` for `pid` and reports whether the process must now be
     /// scheduled (by the caller). Refuses, handing the event back, if the
     /// process is known to be gone before the event is queued.
+    ///
+    /// `nodes` is the calling worker's node cache, if any: a delivery from a
+    /// step then allocates nothing in steady state.
     pub(crate) fn deliver(
         &self,
         pid: Pid,
         event: Event<P>,
         kind: Wake,
+        nodes: Option<&mut NodeCache<Envelope<P>>>,
     ) -> Result<Option<Task<P>>, (Refusal, Event<P>)> {
         if self.phase() == phase::EXITING {
             return Err((Refusal::ShuttingDown, event));
@@ -170,10 +175,14 @@ impl<P: Process> Shared<P> {
             Lifecycle::Complete => return Err((Refusal::Finished, event)),
             _ => {}
         }
-        slot.events.push(Envelope {
+        let envelope = Envelope {
             generation: pid.generation(),
             event,
-        });
+        };
+        match nodes {
+            Some(nodes) => slot.events.push_with(envelope, nodes),
+            None => slot.events.push(envelope),
+        }
         match slot.state.notify(pid.generation(), kind) {
             Notify::Schedule => Ok(Some(Task::new(slot))),
             // Finished or Stale now: the process ended after our check. The
@@ -192,7 +201,7 @@ impl<P: Process> Shared<P> {
         event: Event<P>,
         kind: Wake,
     ) -> Result<(), (Refusal, Event<P>)> {
-        if let Some(task) = self.deliver(pid, event, kind)? {
+        if let Some(task) = self.deliver(pid, event, kind, None)? {
             self.schedule_remote(task);
         }
         Ok(())

@@ -17,7 +17,7 @@
 //! ended is recognised and reported instead of reaching the next one.
 
 use crate::deque::Pointer;
-use crate::mpsc::Queue;
+use crate::mpsc::Mailbox;
 use crate::padded::CachePadded;
 use crate::process::state::StateWord;
 use crate::process::{Event, Pid, Process};
@@ -53,7 +53,7 @@ pub(crate) struct Slot<P: Process> {
     pub(crate) state: StateWord,
     /// Events for the process. Any thread pushes; the worker holding the
     /// process pops (the Running state serialises consumers).
-    pub(crate) events: Queue<Envelope<P>>,
+    pub(crate) events: Mailbox<Envelope<P>>,
     pub(crate) body: UnsafeCell<Body<P>>,
     /// The worker that last ran the process: where remote wakeups send it.
     /// A hint only (Relaxed).
@@ -77,7 +77,7 @@ impl<P: Process> Slot<P> {
     fn new(index: u32) -> Self {
         Slot {
             state: StateWord::new(),
-            events: Queue::new(),
+            events: Mailbox::new(),
             body: UnsafeCell::new(Body {
                 process: None,
                 pending: Vec::new(),

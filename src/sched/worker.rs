@@ -22,7 +22,8 @@
 
 use super::handler::Completer;
 use super::shared::{phase, LocalSpawner, Shared};
-use super::table::{Body, FreeCache, Slot, Task};
+use super::table::{Body, Envelope, FreeCache, Slot, Task};
+use crate::mpsc::NodeCache;
 use super::Take;
 use crate::deque::{Steal, Worker};
 use crate::process::state::{AfterStep, Park, Start, Wake};
@@ -42,6 +43,11 @@ use std::sync::Arc;
 /// message hand-off costs ~100 ns, so queued work waits at most ~6 µs.
 const RUNNEXT_STREAK: u32 = 61;
 
+/// How many free mailbox nodes a worker keeps. A step rarely sends more
+/// than a few messages; 256 covers bursts (a fan-out) while holding at most
+/// 256 nodes (a few KiB) per worker.
+const NODE_CACHE: usize = 256;
+
 /// One worker thread's state.
 pub(crate) struct Local<P: Process> {
     index: usize,
@@ -59,6 +65,8 @@ pub(crate) struct Local<P: Process> {
     effects: Effects<P>,
     /// Slots this worker freed, for its own spawns.
     free: RefCell<FreeCache>,
+    /// Mailbox nodes this worker's pops released, for its sends.
+    nodes: NodeCache<Envelope<P>>,
 }
 
 impl<P: Process> Local<P> {
@@ -76,6 +84,7 @@ impl<P: Process> Local<P> {
             events: Vec::new(),
             effects: Effects::new(),
             free: RefCell::new(FreeCache::default()),
+            nodes: NodeCache::with_limit(NODE_CACHE),
         }
     }
 
@@ -359,7 +368,7 @@ impl<P: Process> Local<P> {
     fn collect_events(&mut self, slot: &Slot<P>, body: &mut Body<P>, pid: Pid) {
         // SAFETY: we hold the process (Running), which makes us the queue's
         // only consumer.
-        while let Some(envelope) = unsafe { slot.events.pop() } {
+        while let Some(envelope) = unsafe { slot.events.pop_with(&mut self.nodes) } {
             if envelope.generation != pid.generation() {
                 let stale = Pid::new(pid.index(), envelope.generation);
                 self.shared.undelivered(stale, envelope.event);
@@ -397,10 +406,8 @@ impl<P: Process> Local<P> {
     fn apply_sends(&mut self) {
         let mut displaced = 0;
         for (to, message) in self.effects.sends.drain(..) {
-            match self
-                .shared
-                .deliver(to, Event::Message(message), Wake::Message)
-            {
+            let nodes = Some(&mut self.nodes);
+            match self.shared.deliver(to, Event::Message(message), Wake::Message, nodes) {
                 Ok(Some(task)) => {
                     if let Some(old) = self.runnext.replace(task) {
                         self.deque.push(old);
@@ -433,7 +440,8 @@ impl<P: Process> Local<P> {
                         result: Err(CommandError::UnknownCommand(kind)),
                     };
                     // The process is Running: this only sets its wakeup bit.
-                    let _ = self.shared.deliver(pid, error, Wake::Completion);
+                    let nodes = Some(&mut self.nodes);
+                    let _ = self.shared.deliver(pid, error, Wake::Completion, nodes);
                 }
                 Some(handler) => {
                     let completer = Completer::new(Arc::clone(&self.shared), pid, tag);
@@ -467,7 +475,7 @@ impl<P: Process> Local<P> {
         }
         // SAFETY: we still hold the process (Complete, not yet freed): the
         // only consumer of its queue.
-        while let Some(envelope) = unsafe { slot.events.pop() } {
+        while let Some(envelope) = unsafe { slot.events.pop_with(&mut self.nodes) } {
             let to = Pid::new(pid.index(), envelope.generation);
             self.shared.undelivered(to, envelope.event);
         }
