@@ -230,6 +230,12 @@ fn a_handler_completing_from_another_thread_10ms_later_reaches_the_process_with_
     let steps = Arc::clone(&asker.steps);
     let asker = scheduler.submit_joinable(asker, "ask", ()).unwrap();
     assert_eq!(asker.join(), Ok(vec![(7, Got::Reply(42))]));
+    // The handler's thread counts after `succeed` returns, which may be just
+    // after the woken process has already finished: give it a moment.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while log.ok.load(Ordering::SeqCst) == 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
     assert_eq!(log.ok.load(Ordering::SeqCst), 1, "succeed() returned Ok");
     assert_eq!(
         steps.load(Ordering::SeqCst),

@@ -572,3 +572,43 @@ fn max_processes_holds_under_concurrent_submits() {
     );
     assert_eq!(scheduler.stats().completed, accepted);
 }
+
+#[test]
+fn hundred_thousand_live_processes_submitted_from_four_threads_each_get_their_own_message() {
+    const THREADS: usize = 4;
+    const PER_THREAD: usize = 25_000;
+    let scheduler = Arc::new(Scheduler::builder().workers(2).build().unwrap());
+    let submitters: Vec<_> = (0..THREADS)
+        .map(|_| {
+            let scheduler = Arc::clone(&scheduler);
+            thread::spawn(move || {
+                (0..PER_THREAD)
+                    .map(|_| {
+                        scheduler
+                            .submit_joinable(Holder { marker: 0 }, "hold", ())
+                            .unwrap()
+                    })
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    let handles: Vec<_> = submitters
+        .into_iter()
+        .flat_map(|s| s.join().unwrap())
+        .collect();
+    let pids: HashSet<Pid> = handles.iter().map(|h| h.pid()).collect();
+    assert_eq!(
+        pids.len(),
+        THREADS * PER_THREAD,
+        "every live process has its own pid"
+    );
+    assert_eq!(scheduler.live(), THREADS * PER_THREAD);
+    for (i, handle) in handles.iter().enumerate() {
+        scheduler.send(handle.pid(), i as u64).unwrap();
+    }
+    for (i, handle) in handles.into_iter().enumerate() {
+        assert_eq!(handle.join(), Ok(format!("message {i}")));
+    }
+    assert_eq!(scheduler.stats().undelivered, 0);
+    scheduler.shutdown(Duration::from_secs(1));
+}

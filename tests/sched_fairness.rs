@@ -346,9 +346,11 @@ fn continuing_processes_on_one_worker_take_turns_round_robin() {
         .map(|c| c.load(Ordering::Relaxed))
         .collect();
     let (min, max) = (counts.iter().min().unwrap(), counts.iter().max().unwrap());
-    // Each continue goes behind the others, so every spinner gets one step
-    // per round: the counts differ by a round or two, never by a factor.
-    assert!(max - min <= 2, "steps per spinner: {counts:?}");
+    // Each continue goes behind the others, so every spinner gets about one
+    // step per round: the counts stay within a few percent of each other
+    // (a continue popped straight back from the LIFO end would give one
+    // spinner nearly all of them).
+    assert!(max - min <= max / 20 + 2, "steps per spinner: {counts:?}");
 }
 
 /// Keeps the only worker busy with `busy` (a chain of spawns or two

@@ -394,7 +394,7 @@ fn a_step_that_outlasts_the_grace_period_is_reported_stuck_and_closed_when_it_re
 /// FORCING phase as forced, whatever the outcome; and `report.completed` is
 /// read before FORCING begins.
 #[test]
-#[ignore = "BUG: a process finishing by itself during the grace period is reported as forced though its outcome is Ok (src/sched/worker.rs close)"]
+
 fn a_process_that_finishes_by_itself_after_the_timeout_is_not_reported_as_forced() {
     let tally = Arc::new(Tally::default());
     let scheduler = scheduler(&Held::default());

@@ -508,7 +508,7 @@ fn client(
                     }
                 }
             }
-            500..=501 => {
+            500..=509 => {
                 if let Some(pid) = ctx.registry.pick(&mut rng) {
                     if scheduler.terminate(pid).is_ok() {
                         ctx.terminate_ok.fetch_add(1, Ordering::Relaxed);
@@ -516,7 +516,10 @@ fn client(
                 }
             }
             _ => {
-                complete_due(ctx, rng.chance(200), 8);
+                if complete_due(ctx, rng.chance(200), 8) == 0 {
+                    // Nothing due: let the workers and the helper run.
+                    thread::yield_now();
+                }
             }
         }
     }

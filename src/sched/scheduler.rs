@@ -74,10 +74,11 @@ pub struct Scheduler<P: Process> {
 pub struct ShutdownReport {
     /// Live processes that were sent a cancel event.
     pub cancelled: usize,
-    /// Processes that ended before the timeout.
+    /// Processes that ended by themselves during the shutdown (any outcome
+    /// but `Shutdown`), before or after the timeout.
     pub completed: usize,
-    /// Processes closed by force after the timeout (their outcome is
-    /// [`ProcessError::Shutdown`](crate::process::ProcessError::Shutdown)).
+    /// Processes closed by force after the timeout: their outcome is
+    /// [`ProcessError::Shutdown`](crate::process::ProcessError::Shutdown).
     pub forced: usize,
     /// Processes still live when the workers were told to exit: a step that
     /// never returned. Zero unless a step blocks forever.
@@ -303,7 +304,6 @@ impl<P: Process> Scheduler<P> {
             }
         }
         wait_until(deadline, || shared.table.live() == 0);
-        report.completed = (shared.table.closed() - completed_before) as usize;
         if shared.table.live() > 0 {
             report.timed_out = true;
             shared.set_phase(phase::FORCING);
@@ -311,8 +311,12 @@ impl<P: Process> Scheduler<P> {
             // Running steps end on their own; give them as long again.
             let grace = Instant::now() + timeout.max(Duration::from_millis(100));
             wait_until(grace, || shared.table.live() == 0);
-            report.forced = shared.forced.load(Ordering::Relaxed) as usize;
         }
+        // Relaxed: workers' closes are seen through `live()` reaching zero
+        // (or not; then `stuck` says so and the counts may still move).
+        report.forced = shared.forced.load(Ordering::Relaxed) as usize;
+        let ended = (shared.table.closed() - completed_before) as usize;
+        report.completed = ended.saturating_sub(report.forced);
         report.stuck = shared.table.live();
         shared.set_phase(phase::EXITING);
         shared.idle.wake_all();

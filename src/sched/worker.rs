@@ -23,9 +23,9 @@
 use super::handler::Completer;
 use super::shared::{phase, LocalSpawner, Shared};
 use super::table::{Body, Envelope, FreeCache, Slot, Task};
-use crate::mpsc::NodeCache;
 use super::Take;
 use crate::deque::{Steal, Worker};
+use crate::mpsc::NodeCache;
 use crate::process::state::{AfterStep, Park, Start, Wake};
 use crate::process::{
     panic_message, Cancel, CommandError, Effects, Event, Outcome, Pid, Process, ProcessError,
@@ -407,7 +407,10 @@ impl<P: Process> Local<P> {
         let mut displaced = 0;
         for (to, message) in self.effects.sends.drain(..) {
             let nodes = Some(&mut self.nodes);
-            match self.shared.deliver(to, Event::Message(message), Wake::Message, nodes) {
+            match self
+                .shared
+                .deliver(to, Event::Message(message), Wake::Message, nodes)
+            {
                 Ok(Some(task)) => {
                     if let Some(old) = self.runnext.replace(task) {
                         self.deque.push(old);
@@ -481,7 +484,7 @@ impl<P: Process> Local<P> {
         }
         body.pending.clear();
         let joiner = body.joiner.take();
-        if self.shared.phase() >= phase::FORCING {
+        if matches!(outcome, Err(ProcessError::Shutdown)) {
             self.shared.forced.fetch_add(1, Ordering::Relaxed);
         }
         self.shared
