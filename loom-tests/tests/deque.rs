@@ -540,4 +540,26 @@ models! {
         assert!(owner_got + thief_got <= 4);
         assert_all_dropped(4);
     }
+
+    /// A thief steals and drops its (last) `Stealer` while the owner pushes
+    /// into a full ring: if the owner sees no stealer left it frees the old
+    /// ring at once, so the thief's reads of that ring must happen before
+    /// (the Acquire fence in `grow` pairs with the Stealer's release).
+    fn thief_drops_while_owner_grows<T>() [
+        Id => thief_drops_while_owner_grows,
+        Boxed => thief_drops_while_owner_grows_payload
+    ] {
+        let w: Worker<T> = Worker::with_capacity(2);
+        push(&w, 0..2);
+        let s = w.stealer();
+        let thief = thread::spawn(move || {
+            let got = steal_half(&s);
+            drop(s);
+            got
+        });
+        push(&w, 2..4); // grows (ring of 2 is full unless the thief took one)
+        let mut delivered = thief.join().unwrap();
+        delivered.extend(drain(&w));
+        assert_exactly_once(w, delivered, 4);
+    }
 }

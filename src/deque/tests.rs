@@ -108,7 +108,7 @@ fn positions_wrap_around_u32() {
     // Start just below the wrap point of the u32 positions.
     let start = u32::MAX - 3;
     w.inner.head.store(u64::from(start), Ordering::Relaxed);
-    w.inner.bottom.store(start, Ordering::Relaxed);
+    w.inner.owner.bottom.store(start, Ordering::Relaxed);
     w.top_seen.set(start);
     for i in 0..8 {
         w.push(Box::new(i));
@@ -123,4 +123,65 @@ fn positions_wrap_around_u32() {
     }
     assert!(w.pop().is_none());
     assert_eq!(mine.pop().map(|b| *b), Some(4));
+}
+
+#[test]
+fn growth_without_stealers_frees_old_rings_and_later_thieves_read_only_written_slots() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let w = Worker::with_capacity(2);
+    // Grown with no stealer: rings skip the null fill and old ones are freed.
+    for _ in 0..40 {
+        w.push(Box::new(Counted(drops.clone())));
+    }
+    assert_eq!(w.capacity(), 64);
+    // A thief made now reads only positions written since (Miri checks that
+    // no uninitialised slot is read).
+    let s = w.stealer();
+    let mine = Worker::new();
+    assert!(s.steal_half_into(&mine).is_success());
+    assert_eq!(mine.len() + 1, 20);
+    drop(s);
+    // Alone again: this growth frees the chain, including the ring the
+    // stealer read from.
+    for _ in 0..40 {
+        w.push(Box::new(Counted(drops.clone())));
+    }
+    assert_eq!(w.capacity(), 64);
+    for _ in 0..30 {
+        w.push(Box::new(Counted(drops.clone())));
+    }
+    assert_eq!(w.capacity(), 128);
+    assert_eq!(w.len(), 40 - 20 + 70);
+    drop(w);
+    drop(mine);
+    assert_eq!(drops.load(Ordering::Relaxed), 110);
+}
+
+/// A thief's last `Stealer` drops while the owner grows: the owner may then
+/// free the old ring at once, so the thief's reads must be ordered before the
+/// free. Under Miri, a missing Acquire in `grow` is a data race between the
+/// thief's slot read and the deallocation.
+#[test]
+fn last_stealer_dropping_during_growth() {
+    let rounds = if cfg!(miri) { 20 } else { 2_000 };
+    for _ in 0..rounds {
+        let w = Worker::with_capacity(2);
+        w.push(Box::new(0));
+        w.push(Box::new(1));
+        let s = w.stealer();
+        let thief = std::thread::spawn(move || {
+            let got = s.steal().success().map(|b| *b);
+            drop(s);
+            got
+        });
+        for i in 2..6 {
+            w.push(Box::new(i));
+        }
+        let mut seen: Vec<i32> = thief.join().unwrap().into_iter().collect();
+        while let Some(b) = w.pop() {
+            seen.push(*b);
+        }
+        seen.sort_unstable();
+        assert_eq!(seen, (0..6).collect::<Vec<_>>());
+    }
 }

@@ -1,10 +1,10 @@
 //! The shared state ([`Inner`]), the owner's [`Worker`] and the thieves'
 //! [`Stealer`]. The protocol is described in the module docs (`mod.rs`).
 
-use super::buffer::Buffer;
+use super::buffer::{Buffer, Fill, Ring};
 use super::{Pointer, Steal, MAX_STEAL};
 use crate::padded::CachePadded;
-use crate::sync::{Arc, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use crate::sync::{fence, Arc, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use core::cell::Cell;
 use core::fmt;
 use core::marker::PhantomData;
@@ -41,11 +41,18 @@ pub(super) struct Inner<T: Pointer> {
     /// Every write is an RMW that adds a positive amount or nothing, so the
     /// word never repeats a value until 2^64 has been added in all.
     pub(super) head: CachePadded<AtomicU64>,
-    /// One past the newest item. Written only by the owner; read by thieves.
-    pub(super) bottom: CachePadded<AtomicU32>,
-    /// The live ring. Replaced only by the owner (grow); read by everyone.
-    buffer: AtomicPtr<Buffer>,
+    /// What the owner writes and thieves read, on one line of its own.
+    pub(super) owner: CachePadded<OwnerSide>,
     _items: PhantomData<T>,
+}
+
+/// The owner's half of the shared state. Both fields are written only by
+/// the owner and read by thieves (and the owner); one cache line serves both.
+pub(super) struct OwnerSide {
+    /// One past the newest item.
+    pub(super) bottom: AtomicU32,
+    /// The live ring. Replaced only when the owner grows it.
+    buffer: AtomicPtr<Buffer>,
 }
 
 // SAFETY: `Inner` owns the queued items (each a `T: Send`) through raw
@@ -58,21 +65,23 @@ unsafe impl<T: Pointer> Send for Inner<T> {}
 unsafe impl<T: Pointer> Sync for Inner<T> {}
 
 impl<T: Pointer> Inner<T> {
+    /// The live ring, for a thief. Valid while the caller's handle lives:
+    /// a ring is freed only when `Inner` drops, or by a growth that finds no
+    /// `Stealer` in existence.
     #[inline]
-    fn ring(&self) -> &Buffer {
+    fn ring(&self) -> Ring {
         // Acquire: pairs with the Release store in `Worker::grow`, so the
         // slots copied into a new ring are visible before we read them.
-        let ring = self.buffer.load(Ordering::Acquire);
-        // SAFETY: rings are freed only when `Inner` drops (`free_chain`), and
-        // `&self` keeps `Inner` alive.
-        unsafe { &*ring }
+        let ring = self.owner.buffer.load(Ordering::Acquire);
+        // SAFETY: as above; the caller holds a handle.
+        unsafe { (*ring).ring() }
     }
 
     /// `bottom - top` as seen now; exact when nothing runs concurrently.
     fn len(&self) -> usize {
         // Relaxed loads: a racy snapshot is all `len` promises.
         let top = self.head.load(Ordering::Relaxed) as u32;
-        let bottom = self.bottom.load(Ordering::Relaxed);
+        let bottom = self.owner.bottom.load(Ordering::Relaxed);
         // Negative while the owner is inside `pop` on an emptied deque.
         (bottom.wrapping_sub(top) as i32).max(0) as usize
     }
@@ -83,14 +92,15 @@ impl<T: Pointer> Drop for Inner<T> {
         // Relaxed loads: `Arc` gives the last handle exclusive access, with
         // the Acquire that makes every other handle's writes visible.
         let top = self.head.load(Ordering::Relaxed) as u32;
-        let bottom = self.bottom.load(Ordering::Relaxed);
-        let ring = self.buffer.load(Ordering::Relaxed);
+        let bottom = self.owner.bottom.load(Ordering::Relaxed);
+        let ring = self.owner.buffer.load(Ordering::Relaxed);
         // SAFETY: the live ring is valid until `free_chain` below.
-        let slots = unsafe { &*ring };
+        let slots = unsafe { (*ring).ring() };
         let mut pos = top;
         while pos != bottom {
             // SAFETY: positions `top..bottom` hold items no one has taken
-            // (the owner is gone, so no pop is mid-way), each once.
+            // (the owner is gone, so no pop is mid-way), each once; the ring
+            // is alive and those slots were written.
             drop(unsafe { take::<T>(slots.read(pos)) });
             pos = pos.wrapping_add(1);
         }
@@ -137,6 +147,9 @@ pub struct Worker<T: Pointer> {
     /// most pushes and the empty check of `pop` need not read `head`, the
     /// line thieves write. `Cell` also makes `Worker` `!Sync`.
     pub(super) top_seen: Cell<u32>,
+    /// The live ring's slots, cached by the owner (the only one who replaces
+    /// the ring) so that push and pop skip the `Arc` -> ring -> slice chase.
+    ring: Cell<Ring>,
 }
 
 impl<T: Pointer> Worker<T> {
@@ -159,15 +172,22 @@ impl<T: Pointer> Worker<T> {
     /// If that power of two exceeds 2^30.
     pub fn with_capacity(min: usize) -> Self {
         let capacity = min.max(1).checked_next_power_of_two().unwrap_or(usize::MAX);
+        // No `Stealer` exists yet: the first ring needs no null fill.
+        let buffer = Buffer::alloc(capacity, Fill::Uninit, core::ptr::null_mut());
+        // SAFETY: just allocated; freed only when `Inner` drops.
+        let ring = unsafe { (*buffer).ring() };
         let inner = Inner {
             head: CachePadded(AtomicU64::new(0)),
-            bottom: CachePadded(AtomicU32::new(0)),
-            buffer: AtomicPtr::new(Buffer::alloc(capacity)),
+            owner: CachePadded(OwnerSide {
+                bottom: AtomicU32::new(0),
+                buffer: AtomicPtr::new(buffer),
+            }),
             _items: PhantomData,
         };
         Worker {
             inner: Arc::new(inner),
             top_seen: Cell::new(0),
+            ring: Cell::new(ring),
         }
     }
 
@@ -178,38 +198,58 @@ impl<T: Pointer> Worker<T> {
     pub fn push(&self, item: T) {
         let inner = &*self.inner;
         // Relaxed: only this thread writes `bottom`.
-        let bottom = inner.bottom.load(Ordering::Relaxed);
-        let mut ring = inner.buffer.load(Ordering::Relaxed); // owner's own writes
-                                                             // SAFETY: the live ring outlives `self` (see `Inner::ring`).
-        let mut capacity = unsafe { (*ring).capacity() };
-        if bottom.wrapping_sub(self.top_seen.get()) >= capacity {
+        let bottom = inner.owner.bottom.load(Ordering::Relaxed);
+        let mut ring = self.ring.get();
+        if bottom.wrapping_sub(self.top_seen.get()) >= ring.capacity() {
             // Acquire: pairs with the thieves' Release CAS, so their reads of
             // the slots we are about to reuse happen before our writes.
             let top = inner.head.load(Ordering::Acquire) as u32;
             self.top_seen.set(top);
-            if bottom.wrapping_sub(top) >= capacity {
-                ring = self.grow(ring, top, bottom);
-                capacity *= 2;
+            if bottom.wrapping_sub(top) >= ring.capacity() {
+                ring = self.grow(top, bottom);
             }
         }
-        debug_assert!(bottom.wrapping_sub(self.top_seen.get()) < capacity);
-        // SAFETY: as above, `ring` is live.
-        unsafe { (*ring).write(bottom, item.into_raw().as_ptr()) };
+        debug_assert!(bottom.wrapping_sub(self.top_seen.get()) < ring.capacity());
+        // SAFETY: the cached ring is the live one, which outlives `self`.
+        unsafe { ring.write(bottom, item.into_raw().as_ptr()) };
         // Release: publishes the slot just written (and any grown ring) to
         // thieves, whose Acquire load of `bottom` pairs with it.
         inner
+            .owner
             .bottom
             .store(bottom.wrapping_add(1), Ordering::Release);
     }
 
     #[cold]
-    fn grow(&self, old: *mut Buffer, top: u32, bottom: u32) -> *mut Buffer {
-        let new = Buffer::grow(old, top, bottom);
+    fn grow(&self, top: u32, bottom: u32) -> Ring {
+        let owner = &self.inner.owner;
+        // With no `Stealer` in existence no thief can be reading the old
+        // ring, and none can appear until this thread makes one: free it now
+        // instead of retiring it. (Only the owner creates stealers, and a
+        // count of 1 means no clone exists either.)
+        let alone = Arc::strong_count(&self.inner) == 1;
+        if alone {
+            // Acquire fence: pairs with the Release decrement of the last
+            // `Stealer` dropped, so its reads of the old ring happen before
+            // the free below.
+            fence(Ordering::Acquire);
+        }
+        // Relaxed: the owner reads its own last store.
+        let old = owner.buffer.load(Ordering::Relaxed);
+        let new = Buffer::grow(old, top, bottom, !alone);
         // Release: pairs with the Acquire in `Inner::ring`: a thief that
         // sees the new ring sees the items copied into it. The old ring stays
         // readable (it is retired, not freed) for thieves that loaded it.
-        self.inner.buffer.store(new, Ordering::Release);
-        new
+        owner.buffer.store(new, Ordering::Release);
+        if alone {
+            // SAFETY: `old` (with every ring it retired) is no longer the
+            // live ring, and no thief exists to read it (see above).
+            unsafe { Buffer::free_chain(old) };
+        }
+        // SAFETY: `new` is live until `Inner` drops.
+        let ring = unsafe { (*new).ring() };
+        self.ring.set(ring);
+        ring
     }
 
     /// Pops the newest item, or `None` if the deque is empty.
@@ -219,7 +259,7 @@ impl<T: Pointer> Worker<T> {
     pub fn pop(&self) -> Option<T> {
         let inner = &*self.inner;
         // Relaxed: only this thread writes `bottom`.
-        let bottom = inner.bottom.load(Ordering::Relaxed);
+        let bottom = inner.owner.bottom.load(Ordering::Relaxed);
         if bottom == self.top_seen.get() {
             // top_seen <= top <= bottom: the deque is empty, no atomics needed.
             return None;
@@ -227,18 +267,18 @@ impl<T: Pointer> Worker<T> {
         let pos = bottom.wrapping_sub(1);
         // Relaxed: published by the Release half of the RMW in `reserve`,
         // which every thief that could otherwise miss it must acquire.
-        inner.bottom.store(pos, Ordering::Relaxed);
+        inner.owner.bottom.store(pos, Ordering::Relaxed);
         let top = self.reserve(pos);
         self.top_seen.set(top);
         if (pos.wrapping_sub(top) as i32) < 0 {
             // Thieves took everything: top == bottom. Undo the decrement.
             // Relaxed: the deque is empty; the value publishes nothing.
-            inner.bottom.store(bottom, Ordering::Relaxed);
+            inner.owner.bottom.store(bottom, Ordering::Relaxed);
             return None;
         }
         // SAFETY: `reserve` proved that no claim covers `pos`, and the
         // lowered `bottom` keeps later claims below it: the item is ours.
-        let item = unsafe { take(inner.ring().read(pos)) };
+        let item = unsafe { take(self.ring.get().read(pos)) };
         Some(item)
     }
 
@@ -284,7 +324,7 @@ impl<T: Pointer> Worker<T> {
 
     /// The number of slots in the current ring (it doubles when full).
     pub fn capacity(&self) -> usize {
-        self.inner.ring().capacity() as usize
+        self.ring.get().capacity() as usize
     }
 
     /// Creates a thief's handle for this deque.
@@ -398,7 +438,7 @@ impl<T: Pointer> Stealer<T> {
         let top = head as u32;
         // Acquire: pairs with the Release store in `push`: the slots below
         // the `bottom` we read hold their items.
-        let bottom = inner.bottom.load(Ordering::Acquire);
+        let bottom = inner.owner.bottom.load(Ordering::Acquire);
         let len = bottom.wrapping_sub(top) as i32;
         if len <= 0 {
             return Steal::Empty;
@@ -412,7 +452,10 @@ impl<T: Pointer> Stealer<T> {
             len: count as usize,
         };
         for (i, item) in batch.items[..batch.len].iter_mut().enumerate() {
-            item.write(ring.read(top.wrapping_add(i as u32)));
+            // SAFETY: our handle keeps the ring alive, and positions from
+            // the `top` we loaded are initialised in any ring made since we
+            // existed (see `Buffer`).
+            item.write(unsafe { ring.read(top.wrapping_add(i as u32)) });
         }
         // Release on success: our slot reads happen before the owner's next
         // RMW (Acquire), so the owner reuses those slots only after we read
