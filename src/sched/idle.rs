@@ -206,6 +206,7 @@ impl Idle {
 
     /// `(spinning, sleeping)` now.
     pub fn counts(&self) -> (usize, usize) {
+        // Relaxed: a statistic.
         let state = self.state.load(Ordering::Relaxed);
         (spinning(state) as usize, sleeping(state) as usize)
     }

@@ -261,6 +261,8 @@ impl<P: Process> Scheduler<P> {
     pub fn stats(&self) -> Stats {
         let shared = &*self.shared;
         let (spinning, sleeping) = shared.idle.counts();
+        // Relaxed loads throughout: each counter is exact on its own; the
+        // snapshot does not promise one instant (see `Stats`).
         Stats {
             workers: shared
                 .remotes

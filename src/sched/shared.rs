@@ -217,6 +217,7 @@ impl<P: Process> Shared<P> {
 
     /// Reports an event that reached no process.
     pub(crate) fn undelivered(&self, pid: Pid, event: Event<P>) {
+        // Relaxed: a statistic; the hook below carries the event itself.
         self.undelivered.fetch_add(1, Ordering::Relaxed);
         if let Some(hook) = &self.hooks.on_undelivered {
             hook(pid, event);

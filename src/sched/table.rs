@@ -256,6 +256,7 @@ impl<P: Process> Table<P> {
         if self.max_live != usize::MAX
             && created.saturating_sub(self.closed()) >= self.max_live as u64
         {
+            // Relaxed: gives back the place reserved above.
             self.created.fetch_sub(1, Ordering::Relaxed);
             return Err((process, Full::AtCapacity));
         }
@@ -265,6 +266,8 @@ impl<P: Process> Table<P> {
         let slot = match cached.or_else(|| self.pop_free()) {
             Some(slot) => slot,
             None => {
+                // Relaxed: only uniqueness matters; the page (published
+                // with Release in `page`) carries the slot's contents.
                 let index = self.fresh.fetch_add(1, Ordering::Relaxed);
                 assert!(
                     index < u32::MAX,
@@ -313,12 +316,14 @@ impl<P: Process> Table<P> {
     pub(crate) fn live(&self) -> usize {
         // Read `closed` first: both only grow, so this never underflows.
         let closed = self.closed();
+        // Relaxed: a count (see `closed`).
         self.created.load(Ordering::Relaxed).saturating_sub(closed) as usize
     }
 
     /// Every slot handed out so far (free or not), in index order.
     pub(crate) fn slots(&self) -> impl Iterator<Item = &Slot<P>> + '_ {
-        let end = self.fresh.load(Ordering::Acquire).min(u32::MAX - 1);
+        // Relaxed: only bounds the scan; `get` acquires each page itself.
+        let end = self.fresh.load(Ordering::Relaxed).min(u32::MAX - 1);
         (0..end).filter_map(move |i| self.get(i))
     }
 
@@ -336,6 +341,9 @@ impl<P: Process> Table<P> {
             // slot was popped and pushed since, the tag makes the CAS fail.
             let next = slot.next_free.load(Ordering::Relaxed);
             let new = ((head >> 32).wrapping_add(1) << 32) | u64::from(next);
+            // Acquire on success: pairs with the Release CAS of the push that
+            // freed the slot (its last user is done with it). Acquire on
+            // failure: the retry reads `next` of the new head.
             match self
                 .free
                 .compare_exchange_weak(head, new, Ordering::Acquire, Ordering::Acquire)
@@ -358,6 +366,7 @@ impl<P: Process> Table<P> {
             slot.next_free.store(pair[1] + 1, Ordering::Relaxed);
         }
         let tail = self.get(last).expect("free slots have pages");
+        // Relaxed: the CAS below validates the value we link to.
         let mut head = self.free.load(Ordering::Relaxed);
         loop {
             // Relaxed: published by the Release CAS below.
@@ -377,6 +386,7 @@ impl<P: Process> Table<P> {
 impl<P: Process> Drop for Table<P> {
     fn drop(&mut self) {
         for (page, base) in self.pages.iter().enumerate() {
+            // Relaxed: the table is being dropped; `&mut self` is exclusive.
             let base = base.load(Ordering::Relaxed);
             if !base.is_null() {
                 let len = (FIRST_PAGE << page) as usize;

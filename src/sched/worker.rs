@@ -380,6 +380,7 @@ impl<P: Process> Local<P> {
                         body.pending.swap_remove(at);
                     }
                     None => {
+                        // Relaxed: a statistic.
                         self.shared.unknown_tags.fetch_add(1, Ordering::Relaxed);
                         self.shared.undelivered(pid, envelope.event);
                         continue;
@@ -485,6 +486,8 @@ impl<P: Process> Local<P> {
         body.pending.clear();
         let joiner = body.joiner.take();
         if matches!(outcome, Err(ProcessError::Shutdown)) {
+            // Relaxed: read by `shutdown` after `live()` reached zero, which
+            // the table's own counters order.
             self.shared.forced.fetch_add(1, Ordering::Relaxed);
         }
         self.shared
