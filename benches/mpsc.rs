@@ -2,19 +2,20 @@
 //! scenario each (throughput is per item moved from producer to consumer):
 //!
 //! - `mpsc/push_pop_1000`: one thread pushes 1000 `u64`s then pops them all.
-//!   After the first round every node is recycled, so this is the queue's
-//!   own cost without allocator traffic or cross-core transfers.
+//!   After the first round the queue's blocks are recycled through its spare
+//!   slot (a 1000-item backlog allocates and frees a few blocks per round),
+//!   so this is nearly the queue's own cost without cross-core transfers.
 //! - `mpsc/1_producer_1_consumer`, `mpsc/2_producers_1_consumer`: producers
 //!   push `u64`s as fast as they can while one consumer pops, spinning on
 //!   `None` (yielding every 64 misses). The queue is unbounded, so the number measured includes any
 //!   backlog the consumer drains at the end. The `..._handle` variants push
-//!   through a `Producer` handle (private node chain) instead of
-//!   `Queue::push`.
+//!   through a `Producer` handle, which now pushes exactly as `Queue::push`
+//!   (kept to show that).
 //! - `mailbox/push_pop_with_cache_1000`: the same round on a `Mailbox`
 //!   with a `NodeCache` of 1024 nodes, so after the first round every push
 //!   takes a cached node and every pop returns one: compare with
 //!   `mpsc/push_pop_1000` for the queue operations alone (two words, no
-//!   padding, no shared free slot).
+//!   padding, nodes from a private stack instead of shared blocks).
 //! - `mailbox/push_pop_1000`: the same without a cache: one `malloc` per
 //!   push and one `free` per pop, what a mailbox costs when the caller keeps
 //!   no nodes.

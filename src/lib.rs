@@ -68,7 +68,12 @@
 //! - [`process`]: the [`Process`](process::Process) trait, events, step
 //!   output, PIDs and the per-process state word.
 //! - [`sched`]: the [`Scheduler`](sched::Scheduler): workers, run queues,
-//!   message routing, command dispatch, parking and shutdown.
+//!   message routing, command dispatch, parking and shutdown; a long-step
+//!   monitor with cooperative preemption
+//!   ([`StepOutput::should_yield`](process::StepOutput::should_yield)) and a
+//!   process dump ([`Scheduler::processes`](sched::Scheduler::processes));
+//!   an execution tracer that writes Chrome trace-event JSON
+//!   ([`Trace`](sched::Trace)).
 //! - [`deque`]: the Chase-Lev work-stealing deque each worker owns, whose
 //!   thieves take half of it with one CAS.
 //! - [`mpsc`]: the Vyukov multi-producer single-consumer queue behind every

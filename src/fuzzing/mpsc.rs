@@ -10,7 +10,7 @@
 //! is exactly when `try_pop` must say `Inconsistent` and `is_empty` `false`.
 //!
 //! Pushes go through plain `Queue::push` and through a `Producer` handle
-//! that lives across operations, so both node-reuse paths are replayed.
+//! that lives across operations (the handle pushes as `push` does).
 //!
 //! Every item carries a unique id and bumps a shared counter when dropped,
 //! so a lost, duplicated, reordered, leaked or doubly dropped item panics.
@@ -19,7 +19,8 @@
 //!
 //! Each byte is one operation: `byte % 13` picks it and `byte / 13` (0..=19)
 //! is its argument where it has one (a burst of up to 20 pushes, so the
-//! node-recycling batches are reached from short inputs; which pending push
+//! block boundaries, three nodes apart under fuzzing, and block reuse are
+//! reached from short inputs; which pending push
 //! to link).
 //!
 //! The mailbox pass reads each byte as `byte % 12` and `byte / 12`
@@ -398,7 +399,7 @@ mod tests {
         // Mid-link push, pop (Inconsistent), is_empty, link, pop, pop.
         replay(&[4, 1, 3, 5, 1, 1, 3]);
         // Bursts of 20 pushes (plain, then through a handle), drained by
-        // pops, repeated past SPARE_MAX.
+        // pops, repeated over many blocks.
         let mut long = Vec::new();
         for _ in 0..20 {
             long.push(247); // 247 % 13 == 0: plain burst of 20

@@ -3,10 +3,12 @@
 //!
 //! [`Queue`](super::Queue) and [`Mailbox`](super::Mailbox) differ in where
 //! their `head` and `tail` live and in what they do with a finished node
-//! (recycle it through the shared free slot, or hand it to a caller's
+//! (count it towards recycling its block, or hand it to a caller's
 //! [`NodeCache`](super::NodeCache)); the list operations themselves are
-//! these functions. Each takes the `head` word or the stub node it works on,
-//! so the two layouts share every ordering and its argument.
+//! these functions (a `Queue`'s push claims its node with a CAS in
+//! `block.rs` and then uses [`link`]). Each takes the `head` word or the
+//! stub node it works on, so the two layouts share every ordering and its
+//! argument.
 //!
 //! The invariants named here are those of the [module docs](super):
 //! **stub-alive** and **published-before-linked**.
@@ -55,15 +57,16 @@ unsafe fn swap_in<T>(head: &AtomicPtr<Node<T>>, node: *mut Node<T>, item: T) -> 
 ///
 /// # Safety
 ///
-/// `(prev, node)` was returned by one [`swap_in`] and is linked only once.
+/// `(prev, node)` was returned by one [`swap_in`] (or one
+/// `Slab::claim`, for a `Queue`) and is linked only once.
 #[inline]
-unsafe fn link<T>(prev: *mut Node<T>, node: *mut Node<T>) {
-    // Release pairs with the Acquire load of `next` in `take_next`: the item
-    // written in `swap_in` is visible to the consumer that follows this link
-    // (published-before-linked).
+pub(super) unsafe fn link<T>(prev: *mut Node<T>, node: *mut Node<T>) {
+    // Release pairs with the Acquire load of `next` in `take_next`: the item,
+    // written before (in `swap_in`, or after `Slab::claim`), is visible to
+    // the consumer that follows this link (published-before-linked).
     // SAFETY: `prev` is alive: a consumer releases a node only after reading
     // a non-null `next` from it, that is after this store (stub-alive), and
-    // only the producer that swapped `prev` out of `head` stores `prev.next`.
+    // only the producer that replaced `prev` in `head` stores `prev.next`.
     unsafe { (*prev).next.store(node, Ordering::Release) };
 }
 
@@ -110,33 +113,35 @@ pub(super) fn classify_miss<T>(head: &AtomicPtr<Node<T>>, stub: *mut Node<T>) ->
     }
 }
 
-/// Drops every item still in the list and frees every node, the stub
-/// included.
+/// Drops every item still in the list and hands every node, the stub
+/// included, to `release` (which frees it, or counts it towards freeing its
+/// block).
 ///
 /// # Safety
 ///
 /// The caller owns the whole list: no push or pop is in progress or can
 /// start (it holds the queue by `&mut` or by value), and `stub` is its
-/// current stub.
-pub(super) unsafe fn drop_list<T>(stub: *mut Node<T>) {
+/// current stub. `release` takes ownership of each empty node it is given.
+pub(super) unsafe fn drop_list<T>(stub: *mut Node<T>, mut release: impl FnMut(*mut Node<T>)) {
     let mut node = stub;
     while !node.is_null() {
         // Relaxed: exclusive access was acquired with the `&mut`; every push
         // completed before it.
         // SAFETY: `node` is alive: we own the list.
         let next = unsafe { (*node).next.load(Ordering::Relaxed) };
-        // SAFETY: owned; the stub's item was taken, and every other node's
-        // item was dropped below before we reach it here.
-        unsafe { Node::dealloc(node) };
         if !next.is_null() {
             // SAFETY: `next` is linked, so it holds an item that nobody took.
             unsafe { (*next).value.with_mut(|slot| (*slot).assume_init_drop()) };
         }
+        // `node` is owned and empty: the stub's item was taken, and every
+        // other node's item was dropped in the step before, when it was
+        // `next`. Its `next` was read above, so we are done with it.
+        release(node);
         node = next;
     }
 }
 
-/// A push stopped between its swap and its link, for deterministic tests of
+/// A push stopped between its swap (or claim) and its link, for deterministic tests of
 /// the mid-link window. Linking happens on [`MidLink::link`] or on drop.
 #[cfg(any(test, fuzzing))]
 pub(crate) struct MidLink<'q, T> {
@@ -161,6 +166,20 @@ impl<'q, T> MidLink<'q, T> {
         MidLink {
             // SAFETY: forwarded from our caller.
             prev: unsafe { swap_in(head, node, item) },
+            node,
+            _head: core::marker::PhantomData,
+        }
+    }
+
+    /// Wraps the first half of a `Queue` push (`Slab::claim` and the item
+    /// write).
+    ///
+    /// # Safety
+    ///
+    /// `(prev, node)` comes from one claim and is linked by nothing else.
+    pub(super) unsafe fn from_claim(prev: *mut Node<T>, node: *mut Node<T>) -> Self {
+        MidLink {
+            prev,
             node,
             _head: core::marker::PhantomData,
         }

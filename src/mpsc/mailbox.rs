@@ -23,10 +23,9 @@ use crate::sync::{AtomicPtr, UnsafeCell};
 ///
 /// A runtime hosting hundreds of thousands of mostly idle processes pays a
 /// mailbox per process, so its size is the size of an idle process. A
-/// [`Queue`](super::Queue) is 256 bytes of padded halves, a stub node, and a
-/// private chain of up to 256 recycled nodes; and a push that finds no
-/// recycled node allocates, so a message hop costs a `malloc` on the sender
-/// and a `free` on the receiver. A `Mailbox` is two words (`head`, `tail`)
+/// [`Queue`](super::Queue) is 384 bytes of padded fields plus a block of
+/// nodes (4 KiB for word-sized items) and a spare block, which a mailbox
+/// per process cannot afford. A `Mailbox` is two words (`head`, `tail`)
 /// and a stub node, and it owns no spare nodes at all.
 ///
 /// # How it works
@@ -352,9 +351,14 @@ impl<T> Drop for Mailbox<T> {
     fn drop(&mut self) {
         // SAFETY: `&mut self`: no other thread can be inside a pop.
         let stub = self.tail.with_mut(|tail| unsafe { *tail });
+        let free = |node| {
+            // SAFETY: mailbox nodes come from `Node::alloc`; `drop_list`
+            // hands each over once, owned and empty.
+            unsafe { Node::dealloc(node) }
+        };
         // SAFETY: `&mut self`: every push has completed (none is mid-link)
         // and we own every node; `stub` is the current stub.
-        unsafe { list::drop_list(stub) };
+        unsafe { list::drop_list(stub, free) };
     }
 }
 

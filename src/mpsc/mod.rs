@@ -3,9 +3,10 @@
 //!
 //! - [`Queue`] is for a few hot, shared queues (a worker's inject queue, the
 //!   global run queue): its producer and consumer halves sit on cache lines
-//!   of their own, it recycles nodes internally, and any thread may ask
-//!   [`Queue::is_empty`]. It costs 256 bytes plus up to a few hundred spare
-//!   nodes.
+//!   of their own, its nodes sit in blocks of up to a few hundred that are
+//!   recycled a block at a time, and any thread may ask
+//!   [`Queue::is_empty`]. It costs 384 bytes plus two blocks (4 KiB each
+//!   for word-sized items) when idle.
 //! - [`Mailbox`] is for very many mostly idle queues (one per process): two
 //!   words plus the stub node. It keeps no nodes itself; the caller passes a
 //!   thread-local [`NodeCache`] to `push_with` and `pop_with`, so a worker
@@ -27,23 +28,35 @@
 //!
 //! - **push** (any thread): fill a node, `swap` it into `head`, then store
 //!   it into the previous head's `next`. One swap and one store; no loop.
+//!   (A `Queue` replaces the swap with a CAS that claims the node; below.)
 //! - **pop** (one thread at a time): read the stub's `next`. If it is set,
 //!   that node becomes the new stub, its item is moved out and the old stub
-//!   is recycled. If it is null, the queue is empty, or a producer is
+//!   is released. If it is null, the queue is empty, or a producer is
 //!   between its swap and its store (below).
 //!
-//! We depart from the original in four places, each explained where it
-//! lives: finished nodes go back to the producers instead of the allocator
-//! (`node.rs`), a [`Producer`] handle keeps a private chain of them
-//! (`producer.rs`), the consumer publishes its position so that any thread
-//! can ask [`Queue::is_empty`], and the transient state is named
-//! ([`TryPopError::Inconsistent`]).
+//! We depart from the original in three places, each explained where it
+//! lives: a `Queue`'s nodes sit side by side in blocks that are recycled
+//! whole (`block.rs`), and so its push swings `head` with a CAS to the node
+//! after the old head (which claims that node) instead of swapping in a
+//! node it brought, then writes the item and links; the consumer publishes
+//! its position so that any thread can ask [`Queue::is_empty`]; and the
+//! transient state is named ([`TryPopError::Inconsistent`]). A
+//! [`Mailbox`] pushes exactly as Vyukov does: fill, swap, link.
+//!
+//! # Where the time goes
+//!
+//! A `Queue` push is one CAS of `head` (retried only if another push won)
+//! and two plain stores (item, link); a pop is two loads and three plain
+//! stores, none on the producers' line. Consecutive pushes fill consecutive
+//! nodes, so the consumer misses about once per cache line of nodes rather
+//! than once per item, and the allocator is called about once per block
+//! only while a backlog grows.
 //!
 //! # The mid-link window (DESIGN.md trap 4)
 //!
-//! A producer preempted after its swap and before its link leaves an item
-//! that is in the queue but unreachable: the stub's `next` is still null
-//! while `head` already points past it. No other thread can finish the link
+//! A producer preempted after its swap (or CAS) and before its link leaves
+//! an item that is in the queue but unreachable: the stub's `next` is still
+//! null while `head` already points past it. No other thread can finish the link
 //! for it, so [`Queue::try_pop`] does not wait: it returns
 //! [`TryPopError::Inconsistent`] (and [`Queue::pop`] returns `None`).
 //! [`Queue::is_empty`] compares `head` with the stub rather than following
@@ -51,25 +64,29 @@
 //! `is_empty` before parking will not sleep on that item.
 //!
 //! For the lost-wakeup protocol (DESIGN.md trap 5) the write that counts is
-//! the producer's swap of `head` and the read that counts is `is_empty`'s
-//! load of `head`. With the protocol's SeqCst fences (producer: push, fence,
+//! the producer's swap or CAS of `head` and the read that counts is
+//! `is_empty`'s load of `head`. With the protocol's SeqCst fences (producer: push, fence,
 //! read the sleepers; worker: announce, fence, `is_empty`), either the
 //! worker sees the swap, mid-link or not, or the producer sees the
 //! announcement and wakes it.
 //!
 //! # Invariants
 //!
-//! - **stub-alive**: the node at `tail` is never recycled or freed while it
-//!   is the stub; a node is recycled only after the consumer read a non-null
+//! - **stub-alive**: the node at `tail` is never released while it is the
+//!   stub; a node is released only after the consumer read a non-null
 //!   `next` from it, so no producer can still be about to link to it.
-//! - **published-before-linked**: a node's item and null `next` are written
-//!   before the swap that makes it `head` (AcqRel), and the link to it is a
-//!   Release store that the consumer reads with Acquire, so the consumer
-//!   sees the item whole.
+//! - **block-done** (`block.rs`): a block is reused or freed only when all
+//!   its nodes have been claimed and released.
+//! - **published-before-linked**: a node's null `next` is written before the
+//!   swap or CAS that makes it `head` (AcqRel), and its item before the link
+//!   to it (in a `Mailbox` also before the swap); the link is a Release
+//!   store that the consumer reads with Acquire, so the consumer sees the
+//!   item whole.
 //! - **pop-generation**: the consumer bumps `popped` after moving `tail` and
-//!   before recycling the old stub. A reader that sees the same generation
+//!   before releasing the old stub. A reader that sees the same generation
 //!   before and after comparing `tail` with `head` knows the stub it read
-//!   was not recycled and pushed again in between (no ABA in `is_empty`).
+//!   was not released, reused and pushed again in between (no ABA in
+//!   `is_empty`).
 //!
 //! # Examples
 //!
@@ -97,6 +114,7 @@
 //! assert!(q.is_empty());
 //! ```
 
+mod block;
 mod cache;
 mod error;
 mod list;
@@ -115,16 +133,17 @@ use core::fmt;
 use core::marker::PhantomData;
 
 use crate::padded::CachePadded;
-use crate::sync::{AtomicPtr, AtomicUsize, Ordering, UnsafeCell};
-use node::{Node, Spare};
+use crate::sync::{AtomicPtr, AtomicUsize, Ordering};
+use block::{Header, Slab};
+use node::Node;
 
 /// A multi-producer, single-consumer FIFO queue (see the [module
 /// docs](self) for the algorithm).
 ///
 /// `push` and `is_empty` may be called from any thread; `pop` from any thread
-/// too, but never by two threads at once, which is why it is `unsafe`. A
-/// thread that pushes many items can take a [`Producer`] handle, which keeps
-/// recycled nodes for itself and so pushes more cheaply.
+/// too, but never by two threads at once, which is why it is `unsafe`.
+/// [`Queue::producer`] returns a pushing handle for code written against
+/// one; it pushes exactly as `push` does.
 ///
 /// # Examples
 ///
@@ -142,25 +161,25 @@ use node::{Node, Spare};
 /// }
 /// ```
 pub struct Queue<T> {
-    /// Written by every producer; read by the consumer only when the stub has
-    /// no successor, and by `is_empty`.
+    /// Written by every producer; read by the consumer only when `try_pop`
+    /// finds no successor, and by `is_empty`.
     producers: CachePadded<ProducerSide<T>>,
-    /// Written only by the consumer (and `free` once per publish); read by
-    /// `is_empty` from any thread.
+    /// Written only by the consumer; read by `is_empty` from any thread.
     consumer: CachePadded<ConsumerSide<T>>,
+    /// One recycled block, or null (`block.rs`): filled by the consumer
+    /// once per block it finishes, taken by the producer that finds `head`
+    /// at its block's last node. On a line of its own so that neither side's
+    /// hot line moves when it changes hands.
+    spare: CachePadded<AtomicPtr<Header>>,
     /// The queue owns `T`s (for drop check).
     _owns: PhantomData<T>,
 }
 
 struct ProducerSide<T> {
-    /// The newest node (the stub when the queue is empty). Swapped by every
-    /// push; never written by the consumer.
+    /// The newest node (the stub when the queue is empty). CAS'd by every
+    /// push, which claims the node after it (`block.rs`); never written by
+    /// the consumer.
     head: AtomicPtr<Node<T>>,
-    /// Recycled nodes on their way back to producers: taken by a producer's
-    /// swap, filled by a CAS from null (`node.rs`, free-slot invariant). It
-    /// shares the producers' line because producers touch it on every push
-    /// and the consumer once per publish.
-    free: AtomicPtr<Node<T>>,
 }
 
 struct ConsumerSide<T> {
@@ -170,9 +189,6 @@ struct ConsumerSide<T> {
     /// Successful pops so far, wrapping (pop-generation invariant). Stored
     /// only by the consumer; loaded by `is_empty`.
     popped: AtomicUsize,
-    /// The consumer's private spare nodes; touched only inside `try_pop`
-    /// and `drop`, which never overlap (the `pop` contract).
-    spare: UnsafeCell<Spare<T>>,
 }
 
 // SAFETY: the queue hands each `T` from the pushing thread to the popping
@@ -185,33 +201,35 @@ unsafe impl<T: Send> Send for Queue<T> {}
 unsafe impl<T: Send> Sync for Queue<T> {}
 
 impl<T> Queue<T> {
-    /// Creates an empty queue (one allocation: the stub node).
+    /// Creates an empty queue (one allocation: a block, whose first node is
+    /// the stub).
     ///
     /// ```
     /// let q = stepsched::mpsc::Queue::<u32>::new();
     /// assert!(q.is_empty());
     /// ```
     pub fn new() -> Self {
-        let stub = Node::alloc();
+        let stub = Slab::<T>::first(Slab::<T>::alloc());
         Queue {
             producers: CachePadded(ProducerSide {
                 head: AtomicPtr::new(stub),
-                free: AtomicPtr::new(core::ptr::null_mut()),
             }),
             consumer: CachePadded(ConsumerSide {
                 tail: AtomicPtr::new(stub),
                 popped: AtomicUsize::new(0),
-                spare: UnsafeCell::new(Spare::new()),
             }),
+            spare: CachePadded(AtomicPtr::new(core::ptr::null_mut())),
             _owns: PhantomData,
         }
     }
 
-    /// Appends `item`. Callable from any thread; wait-free.
+    /// Appends `item`. Callable from any thread; lock-free.
     ///
-    /// The queue itself costs one atomic swap and one store. Getting the node
-    /// costs at most one more swap and one CAS when a recycled node is
-    /// available, or an allocation when none is.
+    /// One CAS of `head`, on the producers' own cache line, claims the node
+    /// and links it in; it is retried only when another push claimed a node
+    /// in between, so some push always completes. Then two plain stores:
+    /// the item and the link. Once per block (255 pushes for a word-sized
+    /// item) it also takes the spare block or allocates one.
     ///
     /// ```
     /// let q = stepsched::mpsc::Queue::new();
@@ -219,10 +237,22 @@ impl<T> Queue<T> {
     /// assert!(!q.is_empty());
     /// ```
     pub fn push(&self, item: T) {
-        let node = node::take_node(&self.producers.free);
-        // SAFETY: `take_node` gives a node we own, empty, with a null `next`;
-        // our list's nodes are alive (stub-alive).
-        unsafe { list::push_node(&self.producers.head, node, item) };
+        let (prev, node) = self.claim(item);
+        // SAFETY: `(prev, node)` comes from one claim and is linked once.
+        unsafe { list::link(prev, node) };
+    }
+
+    /// The first half of a push: claims a node (`block.rs`) and moves `item`
+    /// into it. Returns the old head and the node, which the caller must
+    /// link exactly once (until then the push is mid-link).
+    #[inline]
+    fn claim(&self, item: T) -> (*mut Node<T>, *mut Node<T>) {
+        let (prev, node) = Slab::claim(&self.producers.head, &self.spare);
+        // SAFETY: the claim made `node` ours until we link it, and its item
+        // slot is empty; the consumer reads it only after the Release link
+        // (published-before-linked).
+        unsafe { (*node).value.with_mut(|slot| (*slot).write(item)) };
+        (prev, node)
     }
 
     /// Removes the oldest item, or returns `None` if there is none or the
@@ -291,7 +321,7 @@ impl<T> Queue<T> {
             return Err(stub);
         };
         // Release pairs with the Acquire load of `tail` in `is_empty`: a
-        // reader that sees `next` as the stub also sees the swap that made it
+        // reader that sees `next` as the stub also sees the CAS that made it
         // `head`, since we reached it through that producer's Release link.
         self.consumer.tail.store(next, Ordering::Release);
         let popped = self.consumer.popped.load(Ordering::Relaxed);
@@ -301,12 +331,14 @@ impl<T> Queue<T> {
         self.consumer
             .popped
             .store(popped.wrapping_add(1), Ordering::Release);
-        self.consumer.spare.with_mut(|spare| {
-            // SAFETY: the old stub is no longer reachable by producers (its
-            // `next` was set) nor by the consumer; its item was taken when it
-            // became the stub. `spare` is ours by the `pop` contract.
-            unsafe { (*spare).recycle(&self.producers.free, stub) }
-        });
+        // SAFETY: the old stub is no longer reachable by producers (its
+        // `next` was set: stub-alive) nor by the consumer, and we are the
+        // only consumer (the `pop` contract), so its block count is ours.
+        if let Some(block) = unsafe { Slab::release(stub) } {
+            // SAFETY: `release` hands over a finished block (block-done);
+            // its nodes' items were all taken.
+            unsafe { block::put_spare::<T>(&self.spare, block) };
+        }
         Ok(item)
     }
 
@@ -329,18 +361,28 @@ impl<T> Queue<T> {
     /// assert!(q.is_empty());
     /// ```
     pub fn is_empty(&self) -> bool {
+        self.is_empty_pausing(|| ())
+    }
+
+    /// [`Queue::is_empty`], running `pause` between its loads of `tail` and
+    /// `head`: the window in which a stub can be released, reused and pushed
+    /// again. `is_empty` passes a no-op; a unit test stages the reuse there.
+    #[inline]
+    fn is_empty_pausing(&self, pause: impl FnOnce()) -> bool {
         // The four loads are Acquire so that each stays after the previous.
         // `popped` and `tail` pair with the consumer's Release stores in
-        // `try_pop`; `head` with the producers' AcqRel swap (pop-generation).
+        // `try_pop`; `head` with the producers' AcqRel CAS (pop-generation).
         let before = self.consumer.popped.load(Ordering::Acquire);
         let stub = self.consumer.tail.load(Ordering::Acquire);
+        pause();
         let head = self.producers.head.load(Ordering::Acquire);
         if head != stub {
             return false;
         }
-        // Same stub and no pop in between: `stub` was not recycled and pushed
-        // again, so `head == stub` means no push swapped in since `stub`
-        // became the stub, and the queue was empty when we read `tail`.
+        // Same stub and no pop in between: `stub` was not released, reused
+        // and pushed again, so `head == stub` means no push claimed a node
+        // since `stub` became the stub, and the queue was empty when we read
+        // `tail`.
         self.consumer.popped.load(Ordering::Acquire) == before
     }
 }
@@ -354,16 +396,29 @@ impl<T> Default for Queue<T> {
 impl<T> Drop for Queue<T> {
     fn drop(&mut self) {
         let stub = self.consumer.tail.load(Ordering::Relaxed);
+        // Every block is fully used except `head`'s, so each is freed by the
+        // release of its last node in the list; `head`'s block once its
+        // unused nodes are counted too, which we do first.
+        let head = self.producers.head.load(Ordering::Relaxed);
+        // SAFETY: exclusive access; `head` is still in the list, unreleased.
+        unsafe { Slab::<T>::release_unused(head) };
+        let free = |block: Option<*mut Header>| {
+            if let Some(block) = block {
+                // SAFETY: exclusive access; a finished block holds no items.
+                unsafe { Slab::<T>::dealloc(block) };
+            }
+        };
+        let release = |node| {
+            // SAFETY: `drop_list` hands each node over once, owned and
+            // empty, and we have exclusive access.
+            free(unsafe { Slab::release(node) })
+        };
         // SAFETY: `&mut self`: no other thread can push or pop, so every push
         // has completed and we own every node; `stub` is the current stub.
-        unsafe { list::drop_list(stub) };
-        // SAFETY: exclusive access; spare nodes hold no items.
-        self.consumer
-            .spare
-            .with_mut(|spare| unsafe { (*spare).clear() });
-        let free = self.producers.free.load(Ordering::Relaxed);
-        // SAFETY: exclusive access; the free chain holds no items.
-        unsafe { Node::dealloc_chain(free) };
+        unsafe { list::drop_list(stub, release) };
+        let spare = self.spare.load(Ordering::Relaxed);
+        // SAFETY: exclusive access; the spare block holds no items.
+        free((!spare.is_null()).then_some(spare));
     }
 }
 
@@ -380,9 +435,10 @@ impl<T> Queue<T> {
     /// Performs the first half of a push and returns the second half
     /// (see [`MidLink`]).
     pub(crate) fn push_mid_link(&self, item: T) -> MidLink<'_, T> {
-        let node = node::take_node(&self.producers.free);
-        // SAFETY: as in `push`.
-        unsafe { MidLink::swap_in(&self.producers.head, node, item) }
+        let (prev, node) = self.claim(item);
+        // SAFETY: `(prev, node)` comes from one claim, linked by the
+        // `MidLink` alone.
+        unsafe { MidLink::from_claim(prev, node) }
     }
 }
 

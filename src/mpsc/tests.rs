@@ -30,22 +30,28 @@ fn fifo_single_thread() {
 
 #[test]
 fn interleaved_push_pop_reuses_nodes() {
-    // More rounds than SPARE_MAX so publish, reuse, give-back and the
-    // full-spare free path all run.
+    // Many blocks' worth, so block installs, the spare slot (taken, and
+    // refilled while full) and block reuse all run.
+    // Bursts of up to two blocks and a half.
+    let span = 5 * block::Slab::<usize>::NODES / 2;
     let q = Queue::new();
     let mut next_out = 0;
     for round in 0..40 {
-        for i in 0..(round * 7 % 50) {
-            q.push(round * 1000 + i);
+        let burst = round * 37 % span;
+        for i in 0..burst {
+            q.push(round * 10_000 + i);
         }
-        for i in 0..(round * 7 % 50) {
+        for i in 0..burst {
             // SAFETY: single consumer.
-            assert_eq!(unsafe { q.pop() }, Some(round * 1000 + i));
+            assert_eq!(unsafe { q.pop() }, Some(round * 10_000 + i));
             next_out += 1;
         }
         assert!(q.is_empty());
     }
-    assert!(next_out > node::SPARE_MAX);
+    assert!(
+        next_out > 4 * block::Slab::<usize>::NODES,
+        "several blocks were recycled"
+    );
 }
 
 #[test]
@@ -158,7 +164,7 @@ fn two_producers_keep_their_order() {
 }
 
 #[test]
-fn producer_handle_reuses_nodes_and_keeps_order() {
+fn producer_handle_mixed_with_push_keeps_order() {
     let q = Queue::new();
     let mut expected = 0;
     for round in 0..30 {
@@ -169,8 +175,7 @@ fn producer_handle_reuses_nodes_and_keeps_order() {
                 q.push(round * 1000 + i + 500); // plain pushes mixed in
             }
         }
-        drop(tx); // gives its spare chain back (or frees it)
-                  // SAFETY: single consumer.
+        // SAFETY: single consumer.
         let got: Vec<_> = std::iter::from_fn(|| unsafe { q.pop() }).collect();
         let mine: Vec<_> = got.iter().copied().filter(|v| v % 1000 < 500).collect();
         assert_eq!(
@@ -181,7 +186,10 @@ fn producer_handle_reuses_nodes_and_keeps_order() {
         );
         expected += got.len();
     }
-    assert!(expected > node::SPARE_MAX);
+    assert!(
+        expected > 4 * block::Slab::<usize>::NODES,
+        "several blocks were used"
+    );
 }
 
 #[test]
@@ -208,4 +216,58 @@ fn producer_handles_on_two_threads() {
             }
         }
     });
+}
+
+/// Dropping a queue frees a block in each state it can be in: back in the
+/// spare slot, partly released, and partly claimed (`head`'s). Miri's leak
+/// check and its use-after-free detection make this test the proof.
+#[test]
+fn drop_frees_blocks_in_every_state() {
+    let nodes = block::Slab::<u32>::NODES as u32;
+    let q = Queue::new();
+    // The stub takes the first block's first node, so 2 * NODES items fill
+    // the rest of it, a second block, and one node of a third.
+    (0..2 * nodes).for_each(|i| q.push(i));
+    for i in 0..=nodes {
+        // SAFETY: single consumer.
+        assert_eq!(unsafe { q.pop() }, Some(i));
+    }
+    assert!(
+        !q.spare.load(Ordering::Relaxed).is_null(),
+        "the first block was finished and kept as the spare"
+    );
+    drop(q);
+}
+
+/// The ABA that the pop-generation invariant prevents, staged inside one
+/// `is_empty` call: after it reads the stub (the first block's first node),
+/// the first block is emptied and reused until `head` is that same node
+/// again, while items stay queued throughout. `tail` then read equals `head`,
+/// and only the changed pop count tells `is_empty` to answer `false`.
+#[test]
+fn is_empty_sees_through_a_reused_stub() {
+    let n = block::Slab::<usize>::NODES;
+    let q = Queue::new();
+    let first_stub = q.consumer.tail.load(Ordering::Relaxed);
+    // The rest of the first block, and the second block's first node.
+    (0..n).for_each(|i| q.push(i));
+    let empty = q.is_empty_pausing(|| {
+        // Release every node of the first block but its last.
+        for i in 0..n - 1 {
+            // SAFETY: this thread is the only consumer.
+            assert_eq!(unsafe { q.pop() }, Some(i));
+        }
+        // Fill the second block, so that its last node is `head`.
+        (n..2 * n - 1).for_each(|i| q.push(i));
+        // Releases the first block's last node: the block goes to `spare`.
+        // SAFETY: this thread is the only consumer.
+        assert_eq!(unsafe { q.pop() }, Some(n - 1));
+        // Installs the first block again: `head` is its first node.
+        q.push(2 * n - 1);
+        assert_eq!(q.producers.head.load(Ordering::Relaxed), first_stub);
+    });
+    assert!(!empty, "is_empty was fooled by a reused stub");
+    // SAFETY: single consumer.
+    let rest: Vec<_> = std::iter::from_fn(|| unsafe { q.pop() }).collect();
+    assert_eq!(rest, (n..2 * n).collect::<Vec<_>>());
 }

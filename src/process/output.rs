@@ -1,6 +1,7 @@
 //! [`StepOutput`]: what a step asks of the scheduler, and its [`Status`].
 
 use super::{Pid, Process, ProcessError};
+use crate::sync::{AtomicU64, Ordering};
 use core::fmt;
 
 /// How a process wants to go on after a step.
@@ -58,16 +59,84 @@ pub struct StepOutput<'a, P: Process> {
     pub(crate) status: Option<Status<P::Output>>,
     pub(crate) effects: &'a mut Effects<P>,
     pub(crate) spawner: &'a dyn Spawner<P>,
+    /// The worker's preemption request word: holds the sequence number of
+    /// the step asked to yield (written by the long-step monitor).
+    preempt: &'a AtomicU64,
+    /// This step's sequence number on its worker (odd; never 0).
+    step_seq: u64,
 }
 
 impl<'a, P: Process> StepOutput<'a, P> {
-    pub(crate) fn new(pid: Pid, effects: &'a mut Effects<P>, spawner: &'a dyn Spawner<P>) -> Self {
+    pub(crate) fn new(
+        pid: Pid,
+        effects: &'a mut Effects<P>,
+        spawner: &'a dyn Spawner<P>,
+        preempt: &'a AtomicU64,
+        step_seq: u64,
+    ) -> Self {
         StepOutput {
             pid,
             status: None,
             effects,
             spawner,
+            preempt,
+            step_seq,
         }
+    }
+
+    /// Whether the scheduler asks this step to yield: it has run longer
+    /// than the long-step monitor's threshold (see
+    /// `Builder::long_step_monitor`). Always `false` without a monitor.
+    ///
+    /// Steps cannot be preempted: a step is a plain call, and Rust has no
+    /// safe way to interrupt it. A long computation should therefore be
+    /// written as a loop that polls `should_yield` every so often (it costs
+    /// one relaxed load) and, when it returns `true`, saves its progress in
+    /// the process and returns [`Status::Continue`]: the process runs again
+    /// after the work that waited meanwhile, as goroutines were preempted
+    /// cooperatively before Go 1.14.
+    ///
+    /// ```
+    /// use stepsched::process::{Event, NoCommand, Process, Status, StepOutput};
+    ///
+    /// /// Sums 0..n, a slice at a time.
+    /// struct Sum { next: u64, n: u64, total: u64 }
+    ///
+    /// impl Process for Sum {
+    ///     type Input = u64;
+    ///     type Message = ();
+    ///     type Command = NoCommand;
+    ///     type Reply = ();
+    ///     type Output = u64;
+    ///     type Error = ();
+    ///
+    ///     fn init(&mut self, _: &str, n: u64) -> Result<(), ()> {
+    ///         self.n = n;
+    ///         Ok(())
+    ///     }
+    ///
+    ///     fn step(&mut self, _: &mut Vec<Event<Self>>, out: &mut StepOutput<'_, Self>) -> Result<(), ()> {
+    ///         while self.next < self.n {
+    ///             // Poll every 4096 items: cheap, and often enough.
+    ///             if self.next % 4096 == 0 && out.should_yield() {
+    ///                 out.set_status(Status::Continue); // resume here later
+    ///                 return Ok(());
+    ///             }
+    ///             self.total += self.next;
+    ///             self.next += 1;
+    ///         }
+    ///         out.done(self.total);
+    ///         Ok(())
+    ///     }
+    /// }
+    /// ```
+    #[inline]
+    pub fn should_yield(&self) -> bool {
+        // Relaxed: pairs with the Relaxed store in the monitor's
+        // `request_yield`; a request carries no data, and a late one is
+        // seen at the next poll. It names its step, so one meant for an
+        // earlier step on this worker never matches.
+        self.preempt.load(Ordering::Relaxed) == self.step_seq
     }
 
     /// The PID of the process being stepped.

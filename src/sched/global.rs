@@ -29,7 +29,7 @@ pub const BATCH: usize = 16;
 ///
 /// It is an [`mpsc::Queue`](crate::mpsc::Queue) plus a *consumer token*, one
 /// `AtomicBool`. Producers push straight into the MPSC queue, so submitting
-/// stays wait-free and never touches the token. A worker that wants work
+/// stays lock-free and never touches the token. A worker that wants work
 /// takes the token with one CAS, pops one item for itself and up to [`BATCH`]
 /// more for its local deque, and puts the token back. A worker whose CAS
 /// fails does not wait: it gets [`Take::Busy`] and goes on to steal. So
@@ -178,7 +178,7 @@ impl<T> GlobalQueue<T> {
         }
     }
 
-    /// Appends `item`. Callable from any thread; wait-free (it is
+    /// Appends `item`. Callable from any thread; lock-free (it is
     /// [`Queue::push`]).
     ///
     /// ```

@@ -12,17 +12,30 @@
 //! - [`Completer`]: how a command handler answers a yielded command.
 //! - [`JoinHandle`]: wait for one process's outcome from outside.
 //! - [`Stats`]: per-worker counters.
+//! - [`Trace`]: the execution tracer's record ([`Builder::trace`]), as
+//!   Chrome trace-event JSON.
+//! - [`ProcessInfo`]: one entry of the process dump,
+//!   [`Scheduler::processes`].
+//! - [`LongStep`]: what the long-step monitor reports (see
+//!   [`Builder::long_step_monitor`]); steps cannot be preempted, so long
+//!   ones poll [`StepOutput::should_yield`](crate::process::StepOutput::should_yield).
 
 mod global;
 
 #[cfg(not(loom))]
 mod builder;
 #[cfg(not(loom))]
+mod clock;
+#[cfg(not(loom))]
+mod dump;
+#[cfg(not(loom))]
 mod error;
 #[cfg(not(loom))]
 mod handler;
 #[cfg(not(loom))]
 mod join;
+#[cfg(not(loom))]
+mod monitor;
 #[cfg(not(loom))]
 mod scheduler;
 #[cfg(not(loom))]
@@ -31,6 +44,8 @@ mod shared;
 mod stats;
 #[cfg(not(loom))]
 mod table;
+#[cfg(not(loom))]
+mod trace;
 #[cfg(not(loom))]
 mod worker;
 
@@ -43,12 +58,18 @@ pub use global::{GlobalQueue, Take, BATCH};
 #[cfg(not(loom))]
 pub use builder::Builder;
 #[cfg(not(loom))]
+pub use dump::ProcessInfo;
+#[cfg(not(loom))]
 pub use error::{CompleteError, SendError, TerminateError};
 #[cfg(not(loom))]
 pub use handler::{Completer, Completion};
 #[cfg(not(loom))]
 pub use join::JoinHandle;
 #[cfg(not(loom))]
+pub use monitor::{LongStep, DEFAULT_LONG_STEP_THRESHOLD};
+#[cfg(not(loom))]
 pub use scheduler::{Scheduler, ShutdownReport};
 #[cfg(not(loom))]
 pub use stats::{Stats, WorkerStats};
+#[cfg(not(loom))]
+pub use trace::Trace;

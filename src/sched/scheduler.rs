@@ -1,16 +1,20 @@
 //! [`Scheduler`]: the handle an embedder holds.
 
 use super::builder::Builder;
+use super::clock::CoarseClock;
 use super::error::{SendError, TerminateError};
 use super::global::GlobalQueue;
 use super::handler::Handlers;
 use super::idle::Idle;
 use super::join::{JoinCell, JoinHandle};
+use super::monitor::{Monitor, MonitorConfig};
 use super::shared::{phase, Config, Hooks, Refusal, Remote, Shared};
 use super::stats::{Counters, Stats};
 use super::table::{Table, Task};
+use super::trace::{Trace, Tracing};
 use super::worker::Local;
 use crate::deque::Worker;
+use crate::padded::CachePadded;
 use crate::process::state::{Lifecycle, Notify, Wake};
 use crate::process::{Cancel, Event, Pid, Process, SpawnError};
 use crate::sync::{AtomicU64, AtomicUsize, Ordering};
@@ -64,8 +68,10 @@ use std::time::{Duration, Instant};
 /// assert_eq!(report.forced, 0);
 /// ```
 pub struct Scheduler<P: Process> {
-    shared: Arc<Shared<P>>,
+    pub(super) shared: Arc<Shared<P>>,
     threads: Mutex<Vec<ThreadHandle<()>>>,
+    /// The long-step monitor, if the builder asked for one.
+    monitor: Mutex<Option<Monitor>>,
     report: Mutex<Option<ShutdownReport>>,
 }
 
@@ -100,8 +106,10 @@ impl<P: Process> Scheduler<P> {
         max_processes: Option<usize>,
         handlers: Handlers<P>,
         hooks: Hooks<P>,
+        monitor: Option<MonitorConfig>,
     ) -> io::Result<Self> {
         let config_workers = config.workers;
+        let trace = (config.trace).map(|capacity| Tracing::new(config.workers, capacity));
         let deques: Vec<Worker<Task<P>>> = (0..config.workers).map(|_| Worker::new()).collect();
         let remotes = deques
             .iter()
@@ -109,6 +117,7 @@ impl<P: Process> Scheduler<P> {
                 stealer: deque.stealer(),
                 inject: GlobalQueue::new(),
                 counters: Counters::default(),
+                watch: CachePadded::default(),
             })
             .collect();
         let shared = Arc::new(Shared {
@@ -123,11 +132,14 @@ impl<P: Process> Scheduler<P> {
             undelivered: AtomicU64::new(0),
             unknown_tags: AtomicU64::new(0),
             forced: AtomicU64::new(0),
+            clock: CoarseClock::new(),
+            trace,
             table: Table::new(config_workers, max_processes),
         });
         let scheduler = Scheduler {
             shared: Arc::clone(&shared),
             threads: Mutex::new(Vec::new()),
+            monitor: Mutex::new(None),
             report: Mutex::new(None),
         };
         for (index, deque) in deques.into_iter().enumerate() {
@@ -138,6 +150,10 @@ impl<P: Process> Scheduler<P> {
             }
             let handle = thread.spawn(move || local.run())?; // Drop stops the others.
             scheduler.threads().push(handle);
+        }
+        if let Some(config) = monitor {
+            let monitor = Monitor::start(Arc::clone(&shared), config)?; // Drop stops the workers.
+            *scheduler.monitor.lock().unwrap_or_else(|e| e.into_inner()) = Some(monitor);
         }
         Ok(scheduler)
     }
@@ -236,6 +252,7 @@ impl<P: Process> Scheduler<P> {
             .ok_or(TerminateError::NoSuchProcess)?;
         match slot.state.terminate(pid.generation()) {
             Notify::Schedule => {
+                slot.stamp(self.shared.clock.now());
                 self.shared.schedule_remote(Task::new(slot));
                 Ok(())
             }
@@ -293,6 +310,7 @@ impl<P: Process> Scheduler<P> {
         let deadline = Instant::now() + timeout;
         let completed_before = shared.table.closed();
         shared.set_phase(phase::STOPPING);
+        shared.trace_phase("stopping");
         let mut report = ShutdownReport::default();
         for slot in shared.table.slots() {
             let state = slot.state.load();
@@ -309,6 +327,7 @@ impl<P: Process> Scheduler<P> {
         if shared.table.live() > 0 {
             report.timed_out = true;
             shared.set_phase(phase::FORCING);
+            shared.trace_phase("forcing");
             self.close_waiting();
             // Running steps end on their own; give them as long again.
             let grace = Instant::now() + timeout.max(Duration::from_millis(100));
@@ -321,11 +340,23 @@ impl<P: Process> Scheduler<P> {
         report.completed = ended.saturating_sub(report.forced);
         report.stuck = shared.table.live();
         shared.set_phase(phase::EXITING);
+        shared.trace_phase("exiting");
         shared.idle.wake_all();
+        // The monitor never waits for a worker, so it stops even when a
+        // step is stuck.
+        let monitor = self
+            .monitor
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(monitor) = monitor {
+            monitor.stop();
+        }
         if report.stuck == 0 {
             for handle in self.threads().drain(..) {
                 let _ = handle.join();
             }
+            shared.trace_phase("joined");
             // SAFETY: every worker has exited, and deliveries are refused
             // from now on (phase EXITING): this thread is the only consumer.
             unsafe { shared.report_stranded() };
@@ -337,12 +368,39 @@ impl<P: Process> Scheduler<P> {
         report
     }
 
+    /// The execution trace (see [`Builder::trace`]), once the workers have
+    /// exited: call it after [`shutdown`](Scheduler::shutdown). Each worker
+    /// owns its ring while it runs and hands it back when it exits, so
+    /// there is nothing to read before. `None` if tracing is off, before
+    /// shutdown, if a worker is stuck in a step, or if the trace was
+    /// already taken.
+    pub fn trace(&self) -> Option<Trace> {
+        self.shared.trace.as_ref()?.take()
+    }
+
+    /// Pauses (`false`) or resumes (`true`) the execution tracer's
+    /// recording, on every worker, from its next event (a step whose begin
+    /// was recorded still records its end). Returns `false`, and does
+    /// nothing, if the builder did not turn tracing on ([`Builder::trace`]),
+    /// since the rings are allocated at build. A trace with pauses no longer
+    /// matches [`stats`](Scheduler::stats), which counts throughout.
+    pub fn set_tracing(&self, on: bool) -> bool {
+        match &self.shared.trace {
+            Some(tracing) => {
+                tracing.set_enabled(on);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Queues every waiting process so that a worker closes it (FORCING).
     fn close_waiting(&self) {
         let shared = &*self.shared;
         for slot in shared.table.slots() {
             let generation = slot.state.load().generation();
             if slot.state.terminate(generation) == Notify::Schedule {
+                slot.stamp(shared.clock.now());
                 shared.schedule_remote(Task::new(slot));
             }
         }

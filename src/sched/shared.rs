@@ -2,13 +2,17 @@
 //! and every [`Completer`](super::Completer): the process table, the run
 //! queues, the idle protocol, handlers and hooks, and the delivery path.
 
+use super::clock::CoarseClock;
 use super::global::GlobalQueue;
 use super::handler::Handlers;
 use super::idle::Idle;
+use super::monitor::StepWatch;
 use super::stats::Counters;
 use super::table::{Envelope, FreeCache, Slot, Table, Task};
+use super::trace::Tracing;
 use crate::deque::Stealer;
 use crate::mpsc::NodeCache;
+use crate::padded::CachePadded;
 use crate::process::state::{Lifecycle, Notify, Wake};
 use crate::process::{
     panic_message, Event, Outcome, Pid, Process, ProcessError, SpawnError, Spawner,
@@ -39,6 +43,10 @@ pub(crate) struct Config {
     pub(crate) global_queue_interval: u32,
     pub(crate) spin_tight: u32,
     pub(crate) park_after: u32,
+    /// Trace events per worker ring; `None`: tracing off.
+    pub(crate) trace: Option<usize>,
+    /// Whether a long-step monitor runs (workers then publish each step).
+    pub(crate) monitored: bool,
 }
 
 type WorkerHook = Box<dyn Fn(usize) + Send + Sync>;
@@ -63,6 +71,8 @@ pub(crate) struct Remote<P: Process> {
     /// does not hold them (DESIGN.md trap 6).
     pub(crate) inject: GlobalQueue<Task<P>>,
     pub(crate) counters: Counters,
+    /// The worker's current step, for the long-step monitor.
+    pub(crate) watch: CachePadded<StepWatch>,
 }
 
 /// Why an event was refused before it was queued.
@@ -91,6 +101,10 @@ pub(crate) struct Shared<P: Process> {
     pub(crate) undelivered: AtomicU64,
     pub(crate) unknown_tags: AtomicU64,
     pub(crate) forced: AtomicU64,
+    /// Stamps process slots at each transition (see `clock.rs`).
+    pub(crate) clock: CoarseClock,
+    /// The execution tracer's shared part, if tracing is on.
+    pub(crate) trace: Option<Tracing>,
     /// Last: dropped after every queue that points into it.
     pub(crate) table: Table<P>,
 }
@@ -135,7 +149,7 @@ impl<P: Process> Shared<P> {
             }
         }
         self.table
-            .insert(process, joiner, local)
+            .insert(process, joiner, local, self.clock.now())
             .map_err(|(process, _full)| SpawnError::AtCapacity(process))
     }
 
@@ -184,7 +198,10 @@ impl<P: Process> Shared<P> {
             None => slot.events.push(envelope),
         }
         match slot.state.notify(pid.generation(), kind) {
-            Notify::Schedule => Ok(Some(Task::new(slot))),
+            Notify::Schedule => {
+                slot.stamp(self.clock.now());
+                Ok(Some(Task::new(slot)))
+            }
             // Finished or Stale now: the process ended after our check. The
             // event is in its queue; the worker that closes the process (or
             // the next one to use the slot) reports it as undelivered.
@@ -213,6 +230,13 @@ impl<P: Process> Shared<P> {
         let worker = task.slot().last_worker.load(Ordering::Relaxed) % self.remotes.len();
         self.remotes[worker].inject.push(task);
         self.idle.notify_one();
+    }
+
+    /// Records a shutdown phase in the trace, if tracing is on.
+    pub(crate) fn trace_phase(&self, phase: &'static str) {
+        if let Some(tracing) = &self.trace {
+            tracing.phase(phase);
+        }
     }
 
     /// Reports an event that reached no process.

@@ -45,18 +45,28 @@ pub(crate) struct Body<P: Process> {
     /// Tags of yielded commands not yet completed.
     pub(crate) pending: Vec<u64>,
     pub(crate) joiner: Option<std::sync::Arc<JoinCell<P>>>,
-    pub(crate) steps: u64,
 }
 
 /// One process's slot.
 pub(crate) struct Slot<P: Process> {
     pub(crate) state: StateWord,
+    /// Steps the process has run. Written (a load and a Release store, not
+    /// an RMW) only by the worker holding the process, whose hold the state
+    /// word's CASes order after the previous holder's; read (Acquire) by
+    /// [`Scheduler::processes`](super::Scheduler::processes).
+    pub(crate) steps: AtomicU64,
+    /// The [`CoarseClock`](super::clock::CoarseClock) value at the last
+    /// lifecycle transition, stored (Release) by the party that made it:
+    /// the creator, the worker at start and end of a step, the notifier or
+    /// terminator that made it Ready. Read (Acquire) by `processes` only.
+    pub(crate) changed_at: AtomicU64,
     /// Events for the process. Any thread pushes; the worker holding the
     /// process pops (the Running state serialises consumers).
     pub(crate) events: Mailbox<Envelope<P>>,
     pub(crate) body: UnsafeCell<Body<P>>,
-    /// The worker that last ran the process: where remote wakeups send it.
-    /// A hint only (Relaxed).
+    /// The worker that last ran the process: where remote wakeups send it
+    /// (a hint: Relaxed loads), and what the process dump reports (Release
+    /// store by the worker, Acquire load by the dump; see `dump.rs`).
     pub(crate) last_worker: AtomicUsize,
     /// Next free slot index + 1 (0: none); meaningful only while free.
     next_free: AtomicU32,
@@ -82,8 +92,9 @@ impl<P: Process> Slot<P> {
                 process: None,
                 pending: Vec::new(),
                 joiner: None,
-                steps: 0,
             }),
+            steps: AtomicU64::new(0),
+            changed_at: AtomicU64::new(0),
             last_worker: AtomicUsize::new(0),
             next_free: AtomicU32::new(0),
             index,
@@ -107,6 +118,33 @@ impl<P: Process> Slot<P> {
         // SAFETY: the caller holds the process, so no one else touches the
         // body until the caller's next Release transition of the state word.
         unsafe { &mut *self.body.get() }
+    }
+
+    /// The slot's index in the table.
+    pub(crate) fn index(&self) -> u32 {
+        self.index
+    }
+
+    /// Records a lifecycle transition at `now` (coarse clock). By the party
+    /// that made the transition.
+    #[inline]
+    pub(crate) fn stamp(&self, now: u64) {
+        // Release: pairs with the Acquire load in `Scheduler::processes`: a
+        // dump that reads a stamp of a later incarnation of this slot then
+        // sees its generation bump when it re-reads the state word (and
+        // drops the entry). A plain `mov` on x86_64.
+        self.changed_at.store(now, Ordering::Release);
+    }
+
+    /// Counts a step. Only the worker holding the process calls this.
+    #[inline]
+    pub(crate) fn count_step(&self) {
+        // Relaxed load: one writer at a time, and successive holders are
+        // ordered by the state word's AcqRel CASes (start after the previous
+        // end_step), so this reads our own process's last count.
+        let steps = self.steps.load(Ordering::Relaxed);
+        // Release: as in `stamp`, for the dump.
+        self.steps.store(steps + 1, Ordering::Release);
     }
 }
 
@@ -243,12 +281,14 @@ impl<P: Process> Table<P> {
     /// Takes a free slot and makes it Ready with `process` in it; returns
     /// the slot (its PID is `slot.pid()`). The caller must queue it.
     ///
-    /// `local` is the calling worker's cache of freed slots, if any.
+    /// `local` is the calling worker's cache of freed slots, if any; `now`
+    /// the coarse clock, for the slot's stamp.
     pub(crate) fn insert(
         &self,
         process: P,
         joiner: Option<std::sync::Arc<JoinCell<P>>>,
         local: Option<&mut FreeCache>,
+        now: u64,
     ) -> Result<&Slot<P>, (P, Full)> {
         // Relaxed: a count, not a synchronisation point. Each creator's
         // increment reserves a place, so the limit holds under races.
@@ -282,7 +322,11 @@ impl<P: Process> Table<P> {
         body.process = Some(process);
         body.pending.clear();
         body.joiner = joiner;
-        body.steps = 0;
+        // Release: as in `stamp` (this store follows the slot's free, which
+        // bumped the generation). Both before `activate`, so a dump that
+        // sees the new process sees these, not its predecessor's.
+        slot.steps.store(0, Ordering::Release);
+        slot.stamp(now);
         let _generation = slot.state.activate();
         Ok(slot)
     }
@@ -441,11 +485,11 @@ mod tests {
     fn freed_slots_are_reused_with_a_new_generation() {
         let table = Table::<Nop>::new(1, Some(2));
         let mut cache = super::FreeCache::default();
-        let a = table.insert(Nop, None, None).ok().expect("room for a");
+        let a = table.insert(Nop, None, None, 0).ok().expect("room for a");
         let pid_a = a.pid();
-        let b = table.insert(Nop, None, None).ok().expect("room for b");
+        let b = table.insert(Nop, None, None, 0).ok().expect("room for b");
         assert_ne!(pid_a.index(), b.pid().index());
-        assert!(table.insert(Nop, None, None).is_err(), "limit of 2");
+        assert!(table.insert(Nop, None, None, 0).is_err(), "limit of 2");
         assert_eq!(
             a.state.start(),
             crate::process::state::Start::Step { last: false }
@@ -453,7 +497,7 @@ mod tests {
         a.state.complete();
         table.remove(a, 0, &mut cache);
         let c = table
-            .insert(Nop, None, Some(&mut cache))
+            .insert(Nop, None, Some(&mut cache), 0)
             .ok()
             .expect("a's slot is free again");
         assert_eq!(c.pid().index(), pid_a.index());

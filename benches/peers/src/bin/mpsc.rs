@@ -1,6 +1,9 @@
 //! Side-by-side: `stepsched::mpsc::Queue` (plain `push`, and pushing through
 //! a `Producer` handle) against `std::sync::mpsc`,
 //! crossbeam-queue's `SegQueue` and crossbeam-channel's unbounded channel.
+//! The `Box-per-push` row is the baseline of Vyukov's queue with no node
+//! reuse at all: `stepsched::mpsc::Mailbox::push` and `pop`, one `malloc`
+//! per push and one `free` per pop.
 //!
 //! Shapes: 1 producer → 1 consumer and 2 producers → 1 consumer. Each
 //! producer pushes its share of `items` (default 10 000 000 in all) as
@@ -8,7 +11,8 @@
 //! sequence arrives complete and in order, so a lost, duplicated or
 //! reordered item aborts the run. The clock runs from the start barrier to
 //! the consumer's last item. Consumers of the non-blocking queues
-//! (stepsched, `SegQueue`) spin on an empty pop, yielding every 64 misses;
+//! (stepsched, `SegQueue`, the mailbox) spin on an empty pop, yielding every
+//! 64 misses;
 //! the channels use their blocking `recv`.
 //!
 //! Prints, per shape and system, the median ns per item over `rounds`
@@ -21,7 +25,9 @@
 //! cargo run --release -p stepsched-peers --bin mpsc -- 100000 1 # smoke run
 //! ```
 //!
-//! `MPSC_ITEMS` and `MPSC_ROUNDS` in the environment work too.
+//! `MPSC_ITEMS` and `MPSC_ROUNDS` in the environment work too;
+//! `MPSC_ONLY=stepsched,SegQueue` runs some systems (names as printed) and
+//! `MPSC_PRODUCERS=1` one shape, for profiling.
 
 use std::sync::Barrier;
 use std::thread;
@@ -31,9 +37,10 @@ use std::time::{Duration, Instant};
 const ID_SHIFT: u32 = 48;
 
 /// The systems under comparison, stepsched first.
-const SYSTEMS: [&str; 5] = [
+const SYSTEMS: [&str; 6] = [
     "stepsched",
     "stepsched Producer",
+    "Box-per-push",
     "std::mpsc",
     "SegQueue",
     "crossbeam-channel",
@@ -66,6 +73,14 @@ struct Stepsched<'a>(&'a stepsched::mpsc::Queue<u64>);
 impl Receiver for Stepsched<'_> {
     fn next(&mut self) -> u64 {
         // SAFETY: the bench's consumer thread is the queue's only consumer.
+        spin_for(|| unsafe { self.0.pop() })
+    }
+}
+
+struct BoxRx<'a>(&'a stepsched::mpsc::Mailbox<u64>);
+impl Receiver for BoxRx<'_> {
+    fn next(&mut self) -> u64 {
+        // SAFETY: the bench's consumer thread is the mailbox's only consumer.
         spin_for(|| unsafe { self.0.pop() })
     }
 }
@@ -159,6 +174,10 @@ fn round(system: &str, producers: usize, per: u64) -> Duration {
             let q = stepsched::mpsc::Queue::new();
             run_with_handle(&q, producers, per)
         }
+        "Box-per-push" => {
+            let q = stepsched::mpsc::Mailbox::new();
+            run(&q, |q, v| q.push(v), &mut BoxRx(&q), producers, per)
+        }
         "SegQueue" => {
             let q = crossbeam_queue::SegQueue::new();
             run(&q, |q, v| q.push(v), &mut Seg(&q), producers, per)
@@ -200,11 +219,22 @@ fn main() {
         "{:<10} {:<18} {:>10} {:>22}",
         "shape", "system", "ns/item", "speed-up of push"
     );
-    for producers in [1usize, 2] {
+    // `MPSC_ONLY=SegQueue,stepsched` runs a subset (names as printed).
+    let only: Option<Vec<String>> = std::env::var("MPSC_ONLY")
+        .ok()
+        .map(|s| s.split(',').map(str::to_owned).collect());
+    // `MPSC_PRODUCERS=2` runs one shape (for profiling).
+    let shapes: Vec<usize> = std::env::var("MPSC_PRODUCERS")
+        .map(|s| vec![s.parse().expect("a producer count")])
+        .unwrap_or_else(|_| vec![1, 2]);
+    for producers in shapes {
         let per = items / producers as u64;
         let shape = format!("{producers}->1");
         let mut baseline = None;
         for system in SYSTEMS {
+            if !only.as_ref().is_none_or(|o| o.iter().any(|x| x == system)) {
+                continue;
+            }
             // Rounds of one system back to back; each round on fresh threads
             // and a fresh queue, so no round inherits another's allocations.
             let ns: Vec<f64> = (0..rounds)

@@ -44,6 +44,7 @@
 //! GLIBC_TUNABLES=glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967296 \
 //!   cargo run --release -p stepsched-peers --bin scheduler           # full sizes, 5 rounds
 //! SCALE=0.01 ROUNDS=1 cargo run --release -p stepsched-peers --bin scheduler   # smoke run
+//! STEPSCHED_TRACE=65536 cargo run --release -p stepsched-peers --bin scheduler   # tracer on
 //! ```
 //!
 //! `SCALE` multiplies N, D, the yields per task, the round trips and the
@@ -260,6 +261,17 @@ fn compare(
     (t, s)
 }
 
+/// The builder of every timed scenario: `WORKERS` workers, and the
+/// execution tracer if `STEPSCHED_TRACE` is set (to the events per worker
+/// ring, e.g. 65536; the rings wrap, so any size costs the same per event).
+fn scenario_builder<P: Process>() -> stepsched::sched::Builder<P> {
+    let builder = Scheduler::<P>::builder().workers(WORKERS);
+    match std::env::var("STEPSCHED_TRACE") {
+        Ok(events) => builder.trace(events.parse().expect("STEPSCHED_TRACE: events per worker")),
+        Err(_) => builder,
+    }
+}
+
 fn main() {
     if let Ok(spec) = std::env::var(IDLE_CHILD) {
         return idle_child(&spec);
@@ -270,6 +282,10 @@ fn main() {
     println!(
         "GLIBC_TUNABLES={}",
         std::env::var("GLIBC_TUNABLES").unwrap_or_else(|_| "(unset: glibc defaults)".into())
+    );
+    println!(
+        "STEPSCHED_TRACE={}",
+        std::env::var("STEPSCHED_TRACE").unwrap_or_else(|_| "(unset: tracing off)".into())
     );
     println!(
         "stepsched vs tokio multi-thread, {WORKERS} workers each; SCALE={scale}, ROUNDS={rounds} \
@@ -382,8 +398,7 @@ fn spawn_many(n: u64, rounds: usize) -> (Vec<Duration>, Vec<Duration>) {
     let t_latch = Arc::new(Latch::default());
     let s_latch = Arc::new(Latch::default());
     let hook = Arc::clone(&s_latch);
-    let scheduler = Scheduler::<Trivial>::builder()
-        .workers(WORKERS)
+    let scheduler = scenario_builder::<Trivial>()
         .on_complete(move |_, outcome| {
             assert!(outcome.is_ok(), "spawn_many: {outcome:?}");
             hook.hit(1);
@@ -458,8 +473,7 @@ fn chained_spawn(depth: u64, rounds: usize) -> (Vec<Duration>, Vec<Duration>) {
     let t_latch = Arc::new(Latch::default());
     let s_latch = Arc::new(Latch::default());
     let hook = Arc::clone(&s_latch);
-    let scheduler = Scheduler::<Link>::builder()
-        .workers(WORKERS)
+    let scheduler = scenario_builder::<Link>()
         .on_complete(move |_, outcome| hook.hit(*outcome.as_ref().expect("chained_spawn failed")))
         .build()
         .expect("scheduler");
@@ -525,8 +539,7 @@ fn yield_many(tasks: u64, yields: u64, rounds: usize) -> (Vec<Duration>, Vec<Dur
     let t_latch = Arc::new(Latch::default());
     let s_latch = Arc::new(Latch::default());
     let hook = Arc::clone(&s_latch);
-    let scheduler = Scheduler::<Yielder>::builder()
-        .workers(WORKERS)
+    let scheduler = scenario_builder::<Yielder>()
         .on_complete(move |_, outcome| hook.hit(*outcome.as_ref().expect("yield_many failed")))
         .build()
         .expect("scheduler");
@@ -610,8 +623,7 @@ impl Process for Pinger {
 
 fn pinger_scheduler(latch: &Arc<Latch>) -> Scheduler<Pinger> {
     let hook = Arc::clone(latch);
-    Scheduler::<Pinger>::builder()
-        .workers(WORKERS)
+    scenario_builder::<Pinger>()
         .on_complete(move |_, outcome| hook.hit(*outcome.as_ref().expect("ping_pong failed")))
         .build()
         .expect("scheduler")
@@ -806,8 +818,7 @@ fn fan_out_fan_in(workers: u64, fan_rounds: u64, rounds: usize) -> (Vec<Duration
     let s_coord = Arc::new(Latch::default());
     let s_workers = Arc::new(Latch::default());
     let (coord_hook, workers_hook) = (Arc::clone(&s_coord), Arc::clone(&s_workers));
-    let scheduler = Scheduler::<Fan>::builder()
-        .workers(WORKERS)
+    let scheduler = scenario_builder::<Fan>()
         .on_complete(move |_, outcome| match outcome {
             Ok(FanOutput::Coordinator(n)) => coord_hook.hit(*n),
             Ok(FanOutput::Worker(n)) => workers_hook.hit(*n),

@@ -1,0 +1,119 @@
+//! The process dump: [`Scheduler::processes`] and [`ProcessInfo`].
+//!
+//! A dump must never stop the world, nor wait for a worker (tokio's task
+//! dump once deadlocked with its workers). This one reads only atomics:
+//! for every slot of the process table, its state word, step count,
+//! last worker and the coarse time of its last transition. It never takes a
+//! lock a worker takes and never touches a process's `Body`, which belongs
+//! to the worker running it. The price is that an entry is not one instant:
+//! its fields are read one after the other while the process moves on.
+//!
+//! An entry never mixes two processes of one slot. Every field is stored
+//! with Release by whoever changes it, after (in happens-before) the free
+//! that bumped the slot's generation, and loaded here with Acquire; so if a
+//! load returns a value of a newer process, that free happens before the
+//! second load of the state word, which then shows the new generation, and
+//! the entry is dropped. Values of an older process cannot appear: a new
+//! process's step count and stamp are reset before `activate` publishes it,
+//! so the first (Acquire) load of the state word, which sees the new
+//! process, also sees those resets; its last worker is reported only once it
+//! has run (a step counted, or Running: `run_task` stores it before its
+//! `start` CAS).
+//!
+//! Queued events are not reported: a [`Mailbox`](crate::mpsc::Mailbox) has
+//! no length (its consumer side is the running worker's alone, so another
+//! thread cannot even ask whether it is empty without racing the consumer
+//! that frees its nodes), and keeping a per-slot count would cost every
+//! message an atomic read-modify-write on the sender side and another on the
+//! receiving worker.
+
+use super::scheduler::Scheduler;
+use crate::process::state::Lifecycle;
+use crate::process::{Pid, Process};
+use crate::sync::Ordering;
+use std::time::Duration;
+
+/// One live process, as seen by [`Scheduler::processes`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProcessInfo {
+    /// Its PID.
+    pub pid: Pid,
+    /// Its lifecycle state when read: `Ready`, `Running`, `Blocked` or
+    /// `Idle` (ended and free slots are not listed).
+    pub state: Lifecycle,
+    /// Steps it has run.
+    pub steps: u64,
+    /// The worker that last ran (or is running) it; `None` before its first
+    /// step.
+    pub last_worker: Option<usize>,
+    /// Time since its last state change: when it was created, was woken,
+    /// or a step started or ended. Coarse: to the millisecond, and the
+    /// scheduler's clock may lag by as long as a worker takes for 488 steps
+    /// (see `src/sched/clock.rs`).
+    pub since_change: Duration,
+}
+
+impl<P: Process> Scheduler<P> {
+    /// A snapshot of every live process, in PID index order.
+    ///
+    /// It reads only atomics, so it neither stops the workers nor waits for
+    /// them, and it may be called from any thread, as often as wanted (it
+    /// costs a scan of the process table). Each entry is consistent with
+    /// itself but read at its own moment; a process that ends during the
+    /// scan may be missing, one that starts may or may not be listed.
+    /// Queued events are not reported: see the `dump` module docs for why.
+    ///
+    /// ```
+    /// # use stepsched::process::{Event, NoCommand, Process, StepOutput};
+    /// # struct Sleeper;
+    /// # impl Process for Sleeper {
+    /// #     type Input = (); type Message = (); type Command = NoCommand;
+    /// #     type Reply = (); type Output = (); type Error = ();
+    /// #     fn init(&mut self, _: &str, _: ()) -> Result<(), ()> { Ok(()) }
+    /// #     fn step(&mut self, _: &mut Vec<Event<Self>>, _: &mut StepOutput<'_, Self>) -> Result<(), ()> {
+    /// #         Ok(()) // idle until a message comes
+    /// #     }
+    /// # }
+    /// use stepsched::sched::Scheduler;
+    ///
+    /// let scheduler = Scheduler::builder().workers(1).build().unwrap();
+    /// let pid = scheduler.submit(Sleeper, "sleep", ()).unwrap();
+    /// let dump = scheduler.processes();
+    /// assert_eq!(dump.len(), 1);
+    /// assert_eq!(dump[0].pid, pid);
+    /// for p in &dump {
+    ///     println!("{} {:?} steps={} worker={:?} for {:?}",
+    ///              p.pid, p.state, p.steps, p.last_worker, p.since_change);
+    /// }
+    /// ```
+    pub fn processes(&self) -> Vec<ProcessInfo> {
+        let shared = &*self.shared;
+        let now = shared.clock.refresh();
+        let workers = shared.remotes.len();
+        let mut dump = Vec::with_capacity(shared.table.live());
+        for slot in shared.table.slots() {
+            let before = slot.state.load();
+            if matches!(before.lifecycle(), Lifecycle::Free | Lifecycle::Complete) {
+                continue;
+            }
+            // Acquire: pairs with the Release stores in `Slot::count_step`,
+            // the worker's `run_task` and `Slot::stamp` (module docs).
+            let steps = slot.steps.load(Ordering::Acquire);
+            let worker = slot.last_worker.load(Ordering::Acquire);
+            let changed_at = slot.changed_at.load(Ordering::Acquire);
+            let after = slot.state.load();
+            if after.generation() != before.generation() {
+                continue; // it ended while we read: do not mix incarnations
+            }
+            dump.push(ProcessInfo {
+                pid: Pid::new(slot.index(), before.generation()),
+                state: before.lifecycle(),
+                steps,
+                last_worker: (steps > 0 || before.lifecycle() == Lifecycle::Running)
+                    .then_some(worker % workers),
+                since_change: Duration::from_millis(now.saturating_sub(changed_at)),
+            });
+        }
+        dump
+    }
+}

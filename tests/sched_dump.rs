@@ -1,0 +1,253 @@
+//! The process dump, `Scheduler::processes`: it reports what each live
+//! process is doing, and it can be taken in a loop while 10,000 processes
+//! are submitted, messaged and finish on 2 workers, without stopping or
+//! deadlocking them; every entry of every dump is well-formed.
+//!
+//! ```text
+//! cargo test --test sched_dump
+//! cargo test --release --test sched_dump
+//! ```
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use stepsched::process::state::Lifecycle;
+use stepsched::process::{Event, NoCommand, Process, Status, StepOutput};
+use stepsched::sched::{ProcessInfo, Scheduler};
+
+/// Idles until it is sent `n`, then continues `n` times and finishes.
+#[derive(Default)]
+struct Churner {
+    left: Option<u32>,
+}
+
+impl Process for Churner {
+    type Input = ();
+    type Message = u32;
+    type Command = NoCommand;
+    type Reply = ();
+    type Output = ();
+    type Error = String;
+
+    fn init(&mut self, _: &str, _: ()) -> Result<(), String> {
+        Ok(())
+    }
+
+    fn step(
+        &mut self,
+        events: &mut Vec<Event<Self>>,
+        out: &mut StepOutput<'_, Self>,
+    ) -> Result<(), String> {
+        for event in events.drain(..) {
+            match event {
+                Event::Message(n) => self.left = Some(n),
+                Event::Cancel(_) => {
+                    out.done(());
+                    return Ok(());
+                }
+                other => return Err(format!("unexpected {other:?}")),
+            }
+        }
+        match &mut self.left {
+            None => out.set_status(Status::Idle),
+            Some(0) => out.done(()),
+            Some(n) => {
+                *n -= 1;
+                out.set_status(Status::Continue);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Polls `done` until it holds; panics naming `what` after 60 s.
+fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// The most steps a [`Churner`] sent `CONTINUES` runs: one to go idle,
+/// one per continue, one to finish (plus one if the message arrived before
+/// its first step ended, at most).
+const CONTINUES: u32 = 20;
+const MAX_STEPS: u64 = CONTINUES as u64 + 3;
+
+/// Checks one dump; returns how many entries it had.
+fn check(dump: &[ProcessInfo], workers: usize, started: Instant) -> usize {
+    let mut seen = HashSet::new();
+    let mut last_index = None;
+    for p in dump {
+        assert!(seen.insert(p.pid), "PID listed twice: {p:?}");
+        assert!(
+            last_index < Some(p.pid.index()),
+            "dump in index order: {p:?}"
+        );
+        last_index = Some(p.pid.index());
+        assert!(
+            matches!(
+                p.state,
+                Lifecycle::Ready | Lifecycle::Running | Lifecycle::Blocked | Lifecycle::Idle
+            ),
+            "only live processes: {p:?}"
+        );
+        assert!(p.steps <= MAX_STEPS, "steps: {p:?}");
+        if let Some(worker) = p.last_worker {
+            assert!(worker < workers, "worker index: {p:?}");
+        }
+        if p.steps > 0 {
+            assert!(
+                p.last_worker.is_some(),
+                "a stepped process has run somewhere: {p:?}"
+            );
+        }
+        assert!(
+            p.since_change <= started.elapsed() + Duration::from_millis(1),
+            "since_change within the test: {p:?}"
+        );
+    }
+    dump.len()
+}
+
+#[test]
+fn dumps_in_a_loop_while_10k_processes_churn() {
+    const PROCESSES: usize = 10_000;
+    const WORKERS: usize = 2;
+    let started = Instant::now();
+    let completed = Arc::new(AtomicU64::new(0));
+    let scheduler = {
+        let completed = Arc::clone(&completed);
+        Arc::new(
+            Scheduler::<Churner>::builder()
+                .workers(WORKERS)
+                .on_complete(move |pid, outcome| {
+                    assert!(outcome.is_ok(), "{pid}: {outcome:?}");
+                    completed.fetch_add(1, Ordering::SeqCst);
+                })
+                .build()
+                .unwrap(),
+        )
+    };
+    let churn_done = Arc::new(AtomicBool::new(false));
+    let dumper = {
+        let (scheduler, churn_done) = (Arc::clone(&scheduler), Arc::clone(&churn_done));
+        thread::spawn(move || {
+            let (mut dumps, mut nonempty, mut entries) = (0u64, 0u64, 0usize);
+            while !churn_done.load(Ordering::SeqCst) {
+                let n = check(&scheduler.processes(), WORKERS, started);
+                dumps += 1;
+                entries += n;
+                nonempty += u64::from(n > 0);
+            }
+            (dumps, nonempty, entries)
+        })
+    };
+    // Submit in batches and message each batch, so that processes are
+    // created, woken, stepped and finished throughout.
+    for batch in 0..(PROCESSES / 500) {
+        let pids: Vec<_> = (0..500)
+            .map(|_| scheduler.submit(Churner::default(), "churn", ()).unwrap())
+            .collect();
+        for pid in pids {
+            // A process may not have run its first step yet: the message
+            // waits in its mailbox either way.
+            scheduler.send(pid, CONTINUES).unwrap();
+        }
+        if batch % 2 == 0 {
+            // Spread the churn over many dumps.
+            thread::sleep(Duration::from_millis(1));
+        }
+    }
+    wait_until("every churner to finish", || {
+        completed.load(Ordering::SeqCst) == PROCESSES as u64
+    });
+    churn_done.store(true, Ordering::SeqCst);
+    let (dumps, nonempty, entries) = dumper.join().expect("the dump loop finished");
+    assert!(nonempty > 0, "some dumps saw the churn: {dumps} dumps");
+    println!("{dumps} dumps, {nonempty} non-empty, {entries} entries in all");
+    wait_until("the live count to drop", || scheduler.live() == 0);
+    assert_eq!(scheduler.processes(), Vec::new());
+    let report = scheduler.shutdown(Duration::from_secs(5));
+    assert_eq!(report.forced, 0);
+}
+
+#[test]
+fn a_dump_shows_idle_processes_and_how_long_they_have_waited() {
+    let scheduler = Scheduler::<Churner>::builder().workers(2).build().unwrap();
+    let pids: Vec<_> = (0..10)
+        .map(|_| scheduler.submit(Churner::default(), "churn", ()).unwrap())
+        .collect();
+    wait_until("every process to go idle", || {
+        let dump = scheduler.processes();
+        dump.len() == 10 && dump.iter().all(|p| p.state == Lifecycle::Idle)
+    });
+    thread::sleep(Duration::from_millis(50));
+    let dump = scheduler.processes();
+    let listed: Vec<_> = dump.iter().map(|p| p.pid).collect();
+    assert_eq!(listed, pids, "every process, in index order");
+    for p in &dump {
+        assert_eq!(p.steps, 1, "{p:?}");
+        assert!(p.last_worker.is_some_and(|w| w < 2), "{p:?}");
+        // The coarse clock lags, never leads: the wait is at least the 50 ms
+        // slept, less the millisecond truncation.
+        assert!(p.since_change >= Duration::from_millis(49), "{p:?}");
+    }
+    for pid in pids {
+        scheduler.send(pid, 0).unwrap();
+    }
+    wait_until("every process to finish", || scheduler.live() == 0);
+    assert!(scheduler.processes().is_empty());
+    scheduler.shutdown(Duration::from_secs(5));
+}
+
+#[test]
+fn a_dump_shows_a_process_running_a_step() {
+    use std::sync::Mutex;
+    /// Runs one step until released.
+    struct Held(Arc<Mutex<()>>);
+    impl Process for Held {
+        type Input = ();
+        type Message = ();
+        type Command = NoCommand;
+        type Reply = ();
+        type Output = ();
+        type Error = ();
+        fn init(&mut self, _: &str, _: ()) -> Result<(), ()> {
+            Ok(())
+        }
+        fn step(
+            &mut self,
+            _: &mut Vec<Event<Self>>,
+            out: &mut StepOutput<'_, Self>,
+        ) -> Result<(), ()> {
+            drop(self.0.lock().unwrap());
+            out.done(());
+            Ok(())
+        }
+    }
+    let gate = Arc::new(Mutex::new(()));
+    let held = gate.lock().unwrap();
+    let scheduler = Scheduler::<Held>::builder().workers(1).build().unwrap();
+    let job = scheduler
+        .submit_joinable(Held(Arc::clone(&gate)), "hold", ())
+        .unwrap();
+    wait_until("the step to start", || {
+        scheduler
+            .processes()
+            .iter()
+            .any(|p| p.state == Lifecycle::Running)
+    });
+    let dump = scheduler.processes();
+    assert_eq!(dump.len(), 1);
+    assert_eq!(dump[0].pid, job.pid());
+    assert_eq!(dump[0].last_worker, Some(0));
+    assert_eq!(dump[0].steps, 0, "the step is not counted until it ends");
+    drop(held);
+    job.join().unwrap();
+    scheduler.shutdown(Duration::from_secs(5));
+}
