@@ -10,22 +10,16 @@
 //! cargo test --release --test sched_commands
 //! ```
 
+mod common;
+use common::wait_until;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use stepsched::process::{Command, CommandError, Event, Process, ProcessError, StepOutput};
 use stepsched::sched::{CompleteError, Completer, Scheduler};
-
-/// Polls `done` until it holds; panics naming `what` after 60 s.
-fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        thread::sleep(Duration::from_millis(1));
-    }
-}
 
 /// The commands; each kind has its own handler (or none, for `Unknown`).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -8,23 +8,17 @@
 //! cargo test --release --test sched_completion
 //! ```
 
+mod common;
+use common::wait_until;
+
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use stepsched::process::{Event, NoCommand, Pid, Process, SpawnError, Status, StepOutput};
 use stepsched::sched::Scheduler;
-
-/// Polls `done` until it holds; panics naming `what` after 60 s.
-fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        thread::sleep(Duration::from_millis(1));
-    }
-}
 
 /// The function every `Square` process computes.
 fn f(x: u64) -> u64 {

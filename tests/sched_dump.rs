@@ -8,6 +8,9 @@
 //! cargo test --release --test sched_dump
 //! ```
 
+mod common;
+use common::wait_until;
+
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -60,15 +63,6 @@ impl Process for Churner {
             }
         }
         Ok(())
-    }
-}
-
-/// Polls `done` until it holds; panics naming `what` after 60 s.
-fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        thread::sleep(Duration::from_millis(1));
     }
 }
 

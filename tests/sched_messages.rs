@@ -9,23 +9,17 @@
 //! cargo test --release --test sched_messages
 //! ```
 
+mod common;
+use common::wait_until;
+
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use stepsched::process::{Event, NoCommand, Pid, Process, StepOutput};
 use stepsched::sched::{Scheduler, SendError, TerminateError};
-
-/// Polls `done` until it holds; panics naming `what` after 60 s.
-fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        thread::sleep(Duration::from_millis(1));
-    }
-}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Msg {

@@ -13,6 +13,9 @@
 //! cargo test --release --test sched_monitor
 //! ```
 
+mod common;
+use common::wait_until;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, ThreadId};
@@ -167,15 +170,6 @@ impl Process for Slicer {
         self.log.durations.push(start.elapsed());
         out.done((self.done, std::mem::take(&mut self.log)));
         Ok(())
-    }
-}
-
-/// Polls `done` until it holds; panics naming `what` after 30 s.
-fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        thread::sleep(Duration::from_millis(1));
     }
 }
 

@@ -9,22 +9,16 @@
 //! cargo test --release --test sched_parking
 //! ```
 
+mod common;
+use common::wait_until;
+
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use stepsched::process::{Event, NoCommand, Pid, Process, StepOutput};
 use stepsched::sched::Scheduler;
-
-/// Polls `done` until it holds; panics naming `what` after 60 s.
-fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        thread::sleep(Duration::from_millis(1));
-    }
-}
 
 /// On method "echo": finishes with the first number it is sent. On method
 /// "relay": passes each number `n > 0` on to its peer as `n - 1` (the peer

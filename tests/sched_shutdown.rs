@@ -12,6 +12,9 @@
 //! cargo test --release --test sched_shutdown
 //! ```
 
+mod common;
+use common::wait_until;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
@@ -21,15 +24,6 @@ use stepsched::process::{
     Cancel, Command, Event, Process, ProcessError, SpawnError, Status, StepOutput,
 };
 use stepsched::sched::{CompleteError, Completer, Scheduler, SendError};
-
-/// Polls `done` until it holds; panics naming `what` after 60 s.
-fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        thread::sleep(Duration::from_millis(1));
-    }
-}
 
 /// The one command: its handler keeps the completer and never completes.
 #[derive(Debug)]

@@ -10,24 +10,18 @@
 //! cargo test --release --test sched_terminate
 //! ```
 
+mod common;
+use common::wait_until;
+
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use stepsched::process::{
     Cancel, Event, NoCommand, Pid, Process, ProcessError, Status, StepOutput,
 };
 use stepsched::sched::{Scheduler, TerminateError};
-
-/// Polls `done` until it holds; panics naming `what` after 60 s.
-fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        thread::sleep(Duration::from_millis(1));
-    }
-}
 
 /// What a `Watched` process saw, shared with the test.
 #[derive(Default)]
