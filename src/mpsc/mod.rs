@@ -314,6 +314,7 @@ impl<T> Queue<T> {
     unsafe fn pop_or_stub(&self) -> Result<T, *mut Node<T>> {
         // Relaxed: only the consumer stores `tail`, and the caller's contract
         // orders us after the previous consumer.
+        // Relaxed: `&mut self` is exclusive; no other thread touches the queue.
         let stub = self.consumer.tail.load(Ordering::Relaxed);
         // SAFETY: `stub` is the current stub and we are the only consumer
         // (our caller's contract); we store `next` as the stub right below.

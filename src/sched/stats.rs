@@ -34,6 +34,7 @@ impl Counter {
     }
 
     pub(crate) fn get(&self) -> u64 {
+        // Relaxed: a statistic, read without synchronising with the writer.
         self.0.load(Ordering::Relaxed)
     }
 }

@@ -263,6 +263,7 @@ impl<P: Process> Table<P> {
             .collect();
         let new = Box::into_raw(slots) as *mut Slot<P>;
         // Release: publishes the initialised slots (Acquire in `get`).
+        // Acquire on failure: we then use the winner's page through `get`.
         if let Err(_other) = self.pages[page].compare_exchange(
             core::ptr::null_mut(),
             new,
