@@ -241,3 +241,44 @@ fn two_producers_race_to_install_the_next_block() {
         assert!(q.is_empty());
     });
 }
+
+/// The claim's bounded way out under contention: a producer that loses its
+/// CAS (under loom after one failure) swaps `head` into a block of its own
+/// and records the rest of the old block as skipped. Three pushes from two
+/// producers cross the two-node blocks while the consumer pops, so the
+/// skipped block must be recycled exactly when its last claimed node is
+/// released and then reused by a later push: recycled early, its reset
+/// would clear a live link and lose an item; never recycled, the second
+/// block boundary would allocate (checked through the order and count of
+/// what arrives, and by Miri on the unit tests for leaks).
+#[test]
+fn a_producer_that_loses_its_claim_swaps_in_its_own_block() {
+    loom::model(|| {
+        let q = Arc::new(Queue::new());
+        let producers: Vec<_> = [[1u8, 2], [3, 4]]
+            .into_iter()
+            .map(|items| {
+                let q = Arc::clone(&q);
+                thread::spawn(move || items.into_iter().for_each(|i| q.push(i)))
+            })
+            .collect();
+        let mut got = Vec::new();
+        for _ in 0..3 {
+            // SAFETY: this thread is the only consumer.
+            got.extend(unsafe { q.pop() });
+        }
+        producers.into_iter().for_each(|h| h.join().unwrap());
+        // Enough pushes to cross two more block boundaries, reusing the
+        // spare each time.
+        (5..=8).for_each(|i| q.push(i));
+        // SAFETY: this thread is the only consumer.
+        got.extend(std::iter::from_fn(|| unsafe { q.pop() }));
+        let firsts: Vec<_> = got.iter().filter(|&&i| i == 1 || i == 2).collect();
+        assert_eq!(firsts, [&1, &2], "producer order");
+        let seconds: Vec<_> = got.iter().filter(|&&i| i == 3 || i == 4).collect();
+        assert_eq!(seconds, [&3, &4], "producer order");
+        assert_eq!(got[got.len() - 4..], [5, 6, 7, 8]);
+        assert_eq!(got.len(), 8);
+        assert!(q.is_empty());
+    });
+}

@@ -3,7 +3,9 @@
 //! [`mpsc::Mailbox`]es and two [`NodeCache`]s, against `VecDeque` models.
 //!
 //! A single thread cannot be preempted mid-push, so the engine opens the
-//! mid-link window on purpose (`Queue::push_mid_link`, test-only): several
+//! mid-link window on purpose (`Queue::push_mid_link`, test-only; with an
+//! odd argument `push_mid_link_fresh`, the claim's swap into a block of the
+//! push's own that a push takes after losing its CAS attempts): several
 //! pushes can be left between swap and link and finished in any order. The
 //! model marks each queued item with whether its incoming link is stored;
 //! the consumer can reach items only up to the first one that is not, which
@@ -117,8 +119,17 @@ impl Engine {
                 3 => assert_eq!(queue.is_empty(), model.is_empty(), "is_empty"),
                 4 => {
                     let item = self.item();
-                    model.push_back((item.id, false));
-                    pending.push((item.id, queue.push_mid_link(item)));
+                    let id = item.id;
+                    model.push_back((id, false));
+                    // Odd arguments take the claim's bounded way out: a
+                    // block of the push's own, skipping the current one's
+                    // rest.
+                    let link = if arg % 2 == 1 {
+                        queue.push_mid_link_fresh(item)
+                    } else {
+                        queue.push_mid_link(item)
+                    };
+                    pending.push((id, link));
                 }
                 5 => {
                     if !pending.is_empty() {

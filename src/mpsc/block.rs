@@ -27,15 +27,24 @@
 //!   swings it to the node after it with one CAS; winning the CAS makes that
 //!   node its own. If `head` is its block's last node, the producer takes
 //!   the spare block (or allocates one) and swings `head` to that block's
-//!   first node instead; if that CAS loses, it puts the block back as the
-//!   spare. The item is written and the previous head linked after the CAS.
-//!   A failed CAS means another push claimed a node, so pushing is
-//!   lock-free; it never waits on another thread. Before retrying, a loser
-//!   spins a few hints, bounded (`back_off`).
+//!   first node instead. The item is written and the previous head linked
+//!   after the CAS. A CAS fails only when another push won one, and the
+//!   loser spins a few hints (`back_off`) before it retries.
+//! - **fresh block** (a producer that lost [`CLAIM_TRIES`] CASes in a row):
+//!   stops competing for the next node and does what Vyukov's push does,
+//!   with a node nobody else can have: it takes a block of its own as above
+//!   and *swaps* `head` to that block's first node, which cannot fail. The
+//!   pushes after it claim that block's later nodes as usual. The nodes
+//!   after the old head in its block will never be claimed in this life;
+//!   the push stores their number in that block's `skipped` before it links
+//!   the old head. So a push makes at most `CLAIM_TRIES` CASes and one swap:
+//!   it is **wait-free** (bounded), however the other producers are
+//!   scheduled. (Its one unbounded part is the allocator, called once a
+//!   block at most, as Vyukov's original calls it once a push.)
 //! - **release** (consumer): when a node stops being the stub (the consumer
 //!   read a non-null `next` from it), the consumer adds one to its block's
-//!   `released` count, which no other thread touches. The node that brings
-//!   the count to [`Slab::NODES`] frees the block for reuse: the count is
+//!   `released` count, which no other thread touches. When `released` plus
+//!   `skipped` reaches [`Slab::NODES`], the block is done: both counts are
 //!   reset and the block goes into the one-block `spare` slot (a block
 //!   already there is freed).
 //! - **reset** (the producer about to install a reused block): clears every
@@ -50,11 +59,19 @@
 //! by the producer that linked it to its successor (**stub-alive** in the
 //! [module docs](super)), so no thread can touch a block being reused.
 //!
+//! **skip-published invariant:** a block's `skipped` is stored before the
+//! Release link of its last claimed node, and the consumer releases that
+//! node only after its Acquire load of that link; so the release that
+//! finishes the block sees the count (an earlier release may see 0, which
+//! only delays).
+//!
 //! **claim-ABA is harmless:** a producer may read `head`, be preempted, and
 //! CAS from a value whose block has since been released, reused and walked
 //! up to the same node again. The CAS then succeeds, and correctly: the
 //! successor it claims is derived from the value alone, and in the block's
-//! current life the node after `head` is unused (nodes are used in order).
+//! current life the node after `head` is unused (nodes are used in order,
+//! and a block's nodes are skipped only once `head` has left it, never to
+//! return in that life).
 //! A producer never dereferences the `head` it read before its CAS wins.
 //!
 //! Blocks are aligned to their size (a power of two), so a node finds its
@@ -90,13 +107,18 @@ use core::mem::{align_of, size_of};
 use core::ptr;
 
 use super::node::Node;
-use crate::sync::{AtomicPtr, Ordering, UnsafeCell};
+use crate::sync::{AtomicPtr, AtomicUsize, Ordering, UnsafeCell};
 
 /// The start of every block.
 pub(super) struct Header {
     /// Nodes of this block released so far (block-done invariant). Read and
     /// written only by the queue's consumer (and by `Drop`).
     released: UnsafeCell<usize>,
+    /// Nodes of this block that no push will claim in its current life,
+    /// because a push that ran out of CAS attempts swapped `head` out of the
+    /// block (`Slab::claim_fresh`). Written by that push, once per life;
+    /// read and reset by the consumer (skip-published).
+    skipped: AtomicUsize,
 }
 
 /// The block geometry for `Node<T>`; a namespace, never constructed.
@@ -114,7 +136,7 @@ impl<T> Slab<T> {
     /// allocation (and, while a backlog grows, its page faults) on a
     /// producer and one `free` on the consumer, a few hundred ns together.
     /// With 1 KiB blocks (63 word-sized items) that was 3 to 5 ns per push
-    /// of a growing backlog, measured single-threaded; 4 KiB blocks (255
+    /// of a growing backlog, measured single-threaded; 4 KiB blocks (about 250
     /// items) cut it to about 1 ns, and cut the consumer's pop from 4.5 to
     /// 3 ns. So: up to 128 nodes, as many as fit in 4 KiB with the header
     /// (at least two for big items); the block is that rounded up to a
@@ -141,7 +163,7 @@ impl<T> Slab<T> {
     /// nodes, rounded up to a power of two.
     const SIZE: usize = (Self::NODE_OFFSET + Self::MIN_NODES * Self::NODE_SIZE).next_power_of_two();
 
-    /// Nodes per block: as many as fit in [`Slab::SIZE`] (255 for a `u64`
+    /// Nodes per block: as many as fit in [`Slab::SIZE`] (254 for a `u64`
     /// item in 4 KiB), or exactly `MIN_NODES` when shrunk.
     pub(super) const NODES: usize = if SHRUNK {
         Self::MIN_NODES
@@ -175,6 +197,7 @@ impl<T> Slab<T> {
         unsafe {
             block.write(Header {
                 released: UnsafeCell::new(0),
+                skipped: AtomicUsize::new(0),
             });
             let first = Self::first(block);
             for i in 0..Self::NODES {
@@ -262,34 +285,28 @@ impl<T> Slab<T> {
     /// The claim step of a push: swings `head` to a free node and returns
     /// `(prev, node)`, the head it replaced and the node, now the caller's.
     /// `node` is empty and its `next` is null; the caller writes the item
-    /// into it and then links `prev` to it, exactly once. Lock-free (see the
-    /// module docs).
+    /// into it and then links `prev` to it, exactly once. Wait-free: at most
+    /// [`CLAIM_TRIES`] CASes, then one swap (see the module docs).
+    #[inline]
     pub(super) fn claim(
         head: &AtomicPtr<Node<T>>,
         spare: &AtomicPtr<Header>,
     ) -> (*mut Node<T>, *mut Node<T>) {
         // Relaxed: only a guess for the CAS below, which acquires.
         let mut prev = head.load(Ordering::Relaxed);
-        let mut failures = 0;
-        loop {
-            let (node, installing) = if Self::is_last(prev) {
-                let block = match take_spare(spare) {
-                    Some(block) => {
-                        // SAFETY: `take_spare` made the block ours.
-                        unsafe { Self::reset(block) };
-                        block
-                    }
-                    // A fresh block's links are null already.
-                    None => Self::alloc(),
-                };
-                (Self::first(block), Some(block))
+        // A block taken for a CAS that installs it; kept across retries.
+        let mut fresh: Option<*mut Header> = None;
+        for failures in 0..CLAIM_TRIES {
+            let installing = Self::is_last(prev);
+            let node = if installing {
+                Self::first(*fresh.get_or_insert_with(|| Self::take_block(spare)))
             } else {
                 // Wrapping: address arithmetic only; `prev` may be stale.
-                (prev.wrapping_add(1), None)
+                prev.wrapping_add(1)
             };
-            // AcqRel. Acquire pairs with the Release of the CAS that made
-            // `prev` the head (a chain back to the CAS that installed its
-            // block): the block's initialisation or reset, and the
+            // AcqRel. Acquire pairs with the Release of the CAS or swap that
+            // made `prev` the head (a chain back to the one that installed
+            // its block): the block's initialisation or reset, and the
             // consumer's uses of it in its last life, which that installer
             // acquired from `spare`, happen before we write `node` and
             // `prev.next` (block-done, published-before-linked). Release: the
@@ -297,17 +314,70 @@ impl<T> Slab<T> {
             // `head` in `Queue::is_empty`. Failure: Relaxed, the value is
             // again just a guess.
             match head.compare_exchange(prev, node, Ordering::AcqRel, Ordering::Relaxed) {
-                Ok(_) => return (prev, node),
-                Err(now) => {
-                    if let Some(block) = installing {
-                        // SAFETY: the CAS failed, so the block is still ours
-                        // alone, and none of its nodes holds an item.
+                Ok(_) => {
+                    if let (false, Some(block)) = (installing, fresh) {
+                        // SAFETY: an earlier attempt took the block and no
+                        // CAS installed it, so it is ours, and empty.
                         unsafe { put_spare::<T>(spare, block) };
                     }
+                    return (prev, node);
+                }
+                Err(now) => {
                     prev = now;
-                    back_off(&mut failures);
+                    back_off(failures);
                 }
             }
+        }
+        Self::claim_fresh(head, fresh.unwrap_or_else(|| Self::take_block(spare)))
+    }
+
+    /// The bounded end of a claim that lost [`CLAIM_TRIES`] CASes: swaps
+    /// `head` to the first node of `block`, a block the caller owns, whose
+    /// later nodes the next pushes claim as usual. The nodes after the old
+    /// head in its block are never claimed in this life; they are counted as
+    /// `skipped` so the block is still recycled (block-done).
+    #[cold]
+    fn claim_fresh(head: &AtomicPtr<Node<T>>, block: *mut Header) -> (*mut Node<T>, *mut Node<T>) {
+        let node = Self::first(block);
+        // AcqRel, as the CAS in `claim`: Acquire for `prev`'s block and null
+        // `next`, Release for the block we install.
+        let prev = head.swap(node, Ordering::AcqRel);
+        let skipped = Self::unused_after(prev);
+        if skipped > 0 {
+            // Relaxed (skip-published): the consumer reads it only after the
+            // Release link of `prev`, which our caller stores after this.
+            // SAFETY: `prev` is not released until it is linked, by us, so
+            // its block is alive; only the push that swapped `head` out of a
+            // block writes its `skipped`, once per life.
+            unsafe {
+                (*Self::block_of(prev))
+                    .skipped
+                    .store(skipped, Ordering::Relaxed)
+            };
+        }
+        (prev, node)
+    }
+
+    /// [`Slab::claim_fresh`] with a block from [`Slab::take_block`], as a
+    /// push that ran out of CAS attempts does; for tests and fuzzing.
+    #[cfg(any(test, fuzzing))]
+    pub(super) fn claim_fresh_for_test(
+        head: &AtomicPtr<Node<T>>,
+        spare: &AtomicPtr<Header>,
+    ) -> (*mut Node<T>, *mut Node<T>) {
+        Self::claim_fresh(head, Self::take_block(spare))
+    }
+
+    /// A block to install: the spare (its links cleared) or a new one.
+    fn take_block(spare: &AtomicPtr<Header>) -> *mut Header {
+        match take_spare(spare) {
+            Some(block) => {
+                // SAFETY: `take_spare` made the block ours.
+                unsafe { Self::reset(block) };
+                block
+            }
+            // A fresh block's links are null already.
+            None => Self::alloc(),
         }
     }
 
@@ -331,17 +401,33 @@ impl<T> Slab<T> {
     ///
     /// As [`Slab::release`], for `count` unreleased nodes of `block`.
     unsafe fn release_many(block: *mut Header, count: usize) -> Option<*mut Header> {
+        // Relaxed (skip-published): a push that skipped nodes of this block
+        // stored the count before its Release link of the block's last
+        // claimed node, and we release that node only after our Acquire load
+        // of that link. Before then we may read 0, which only delays.
+        // SAFETY: the block is alive (our caller's contract).
+        let skipped = unsafe { (*block).skipped.load(Ordering::Relaxed) };
         // SAFETY: forwarded: the block is alive and `released` is ours.
-        unsafe {
+        let done = unsafe {
             (*block).released.with_mut(|released| {
                 *released += count;
-                if *released < Self::NODES {
-                    return None;
+                debug_assert!(*released + skipped <= Self::NODES);
+                if *released + skipped < Self::NODES {
+                    return false;
                 }
                 *released = 0;
-                Some(block)
+                true
             })
+        };
+        if !done {
+            return None;
         }
+        // Relaxed: the block is ours now; the reset is published to its next
+        // owner by the Release swap in `put_spare` (or not needed: `Drop`).
+        // SAFETY: as above; every node is claimed and released, so no push
+        // can store into this header any more (block-done).
+        unsafe { (*block).skipped.store(0, Ordering::Relaxed) };
+        Some(block)
     }
 
     /// At drop: releases the nodes of `head`'s block that come after it and
@@ -362,25 +448,35 @@ impl<T> Slab<T> {
     }
 }
 
+/// How many CASes a push makes on `head` before it stops competing and
+/// swaps in a block of its own (`Slab::claim_fresh`); the bound that makes
+/// pushing wait-free. A CAS fails only when another push claimed a node in
+/// between, and the back-off between attempts lets that push's core keep
+/// the line, so eight failures in a row are rare even with two producers
+/// pushing back to back (2→1 in `benches/peers`); each costs the rest of the
+/// current block. Under loom it is 1, so that models with two producers
+/// reach the swap.
+pub(super) const CLAIM_TRIES: u32 = if cfg!(loom) { 1 } else { 8 };
+
 /// The most a failed claim waits before retrying, as a power of two of spin
 /// hints: 2^6 = 64 `pause`s, roughly 0.1 to 2 µs depending on the CPU's
-/// pause latency, and reached only after six failures in a row. It is the
+/// pause latency, reached only after six failures in a row. It is the
 /// limit of crossbeam's `Backoff::spin`, which `SegQueue` uses on the same
 /// kind of CAS; here it was only checked not to hurt (2→1 bench runs with
 /// and without it were within the noise, slightly better with). Under loom
 /// it is 2^0, so a model pays one scheduling point per failure.
 const BACKOFF_SHIFT_MAX: u32 = if cfg!(loom) { 0 } else { 6 };
 
-/// After a failed claim CAS: spins `2^failures` hints (capped at
-/// [`BACKOFF_SHIFT_MAX`]) before the retry. Two producers that CAS `head`
-/// back to back move its line between their cores on every attempt; waiting
-/// a little lets the winner push several items while it holds the line.
-/// Bounded, so a push still never waits on another thread's progress.
-fn back_off(failures: &mut u32) {
-    for _ in 0..1u32 << (*failures).min(BACKOFF_SHIFT_MAX) {
+/// After the `failures`-th failed claim CAS (counting from 0): spins
+/// `2^failures` hints (capped at [`BACKOFF_SHIFT_MAX`]) before the retry.
+/// Two producers that CAS `head` back to back move its line between their
+/// cores on every attempt; waiting a little lets the winner push several
+/// items while it holds the line. Bounded, so a push never waits on another
+/// thread's progress.
+fn back_off(failures: u32) {
+    for _ in 0..1u32 << failures.min(BACKOFF_SHIFT_MAX) {
         crate::sync::spin_loop();
     }
-    *failures = failures.saturating_add(1);
 }
 
 /// Takes the spare block, if there is one. One swap, skipped when a plain

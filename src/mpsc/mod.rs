@@ -28,7 +28,8 @@
 //!
 //! - **push** (any thread): fill a node, `swap` it into `head`, then store
 //!   it into the previous head's `next`. One swap and one store; no loop.
-//!   (A `Queue` replaces the swap with a CAS that claims the node; below.)
+//!   (A `Queue` first tries a CAS that claims the next node of a shared
+//!   block, a bounded number of times, and only then swaps; below.)
 //! - **pop** (one thread at a time): read the stub's `next`. If it is set,
 //!   that node becomes the new stub, its item is moved out and the old stub
 //!   is released. If it is null, the queue is empty, or a producer is
@@ -38,15 +39,17 @@
 //! lives: a `Queue`'s nodes sit side by side in blocks that are recycled
 //! whole (`block.rs`), and so its push swings `head` with a CAS to the node
 //! after the old head (which claims that node) instead of swapping in a
-//! node it brought, then writes the item and links; the consumer publishes
+//! node it brought, then writes the item and links (a push that loses the
+//! CAS 8 times in a row swaps in the first node of a block of its own, so
+//! pushing stays wait-free); the consumer publishes
 //! its position so that any thread can ask [`Queue::is_empty`]; and the
 //! transient state is named ([`TryPopError::Inconsistent`]). A
 //! [`Mailbox`] pushes exactly as Vyukov does: fill, swap, link.
 //!
 //! # Where the time goes
 //!
-//! A `Queue` push is one CAS of `head` (retried only if another push won)
-//! and two plain stores (item, link); a pop is two loads and three plain
+//! A `Queue` push is one CAS of `head` (retried only if another push won,
+//! at most 8 times) and two plain stores (item, link); a pop is two loads and three plain
 //! stores, none on the producers' line. Consecutive pushes fill consecutive
 //! nodes, so the consumer misses about once per cache line of nodes rather
 //! than once per item, and the allocator is called about once per block
@@ -76,7 +79,8 @@
 //!   stub; a node is released only after the consumer read a non-null
 //!   `next` from it, so no producer can still be about to link to it.
 //! - **block-done** (`block.rs`): a block is reused or freed only when all
-//!   its nodes have been claimed and released.
+//!   its nodes have been claimed and released, or skipped (never to be
+//!   claimed in this life).
 //! - **published-before-linked**: a node's null `next` is written before the
 //!   swap or CAS that makes it `head` (AcqRel), and its item before the link
 //!   to it (in a `Mailbox` also before the swap); the link is a Release
@@ -223,13 +227,15 @@ impl<T> Queue<T> {
         }
     }
 
-    /// Appends `item`. Callable from any thread; lock-free.
+    /// Appends `item`. Callable from any thread; wait-free.
     ///
     /// One CAS of `head`, on the producers' own cache line, claims the node
-    /// and links it in; it is retried only when another push claimed a node
-    /// in between, so some push always completes. Then two plain stores:
-    /// the item and the link. Once per block (255 pushes for a word-sized
-    /// item) it also takes the spare block or allocates one.
+    /// and links it in, then two plain stores write the item and the link.
+    /// The CAS fails only when another push claimed a node in between; after
+    /// a few such failures in a row (8) the push stops competing and swaps
+    /// `head` to a block of its own, which cannot fail, so every push ends
+    /// in a bounded number of steps. Once per block (254 pushes for a
+    /// word-sized item) it also takes the spare block or allocates one.
     ///
     /// ```
     /// let q = stepsched::mpsc::Queue::new();
@@ -437,6 +443,18 @@ impl<T> Queue<T> {
     /// (see [`MidLink`]).
     pub(crate) fn push_mid_link(&self, item: T) -> MidLink<'_, T> {
         let (prev, node) = self.claim(item);
+        // SAFETY: `(prev, node)` comes from one claim, linked by the
+        // `MidLink` alone.
+        unsafe { MidLink::from_claim(prev, node) }
+    }
+
+    /// As [`Queue::push_mid_link`], but the claim takes the bounded way out
+    /// that a push takes after losing `CLAIM_TRIES` CASes: it swaps `head`
+    /// to a block of its own and skips the rest of the current block.
+    pub(crate) fn push_mid_link_fresh(&self, item: T) -> MidLink<'_, T> {
+        let (prev, node) = Slab::claim_fresh_for_test(&self.producers.head, &self.spare);
+        // SAFETY: the claim made `node` ours, with an empty item slot.
+        unsafe { (*node).value.with_mut(|slot| (*slot).write(item)) };
         // SAFETY: `(prev, node)` comes from one claim, linked by the
         // `MidLink` alone.
         unsafe { MidLink::from_claim(prev, node) }

@@ -50,7 +50,7 @@ impl<T> Queue<T> {
 }
 
 impl<T> Producer<'_, T> {
-    /// Appends `item` to the queue; lock-free, as [`Queue::push`].
+    /// Appends `item` to the queue; wait-free, as [`Queue::push`].
     ///
     /// ```
     /// let q = stepsched::mpsc::Queue::new();

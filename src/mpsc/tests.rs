@@ -271,3 +271,66 @@ fn is_empty_sees_through_a_reused_stub() {
     let rest: Vec<_> = std::iter::from_fn(|| unsafe { q.pop() }).collect();
     assert_eq!(rest, (n..2 * n).collect::<Vec<_>>());
 }
+
+/// The claim's bounded way out: a push that lost its CAS attempts swaps
+/// `head` to a block of its own. Order is kept, the nodes it skipped in the
+/// old block are counted, and the old block is still recycled exactly when
+/// its last claimed node is released (block-done, skip-published). Miri
+/// checks that no block leaks or is freed early.
+#[test]
+fn a_push_that_swaps_in_its_own_block_skips_the_rest_of_the_old_one() {
+    let q = Queue::new();
+    let first_block = block::Slab::<u32>::block_of(q.producers.head.load(Ordering::Relaxed));
+    // The first block: the stub, then 0 and 1.
+    q.push(0u32);
+    q.push(1);
+    q.push_mid_link_fresh(2).link();
+    let head = q.producers.head.load(Ordering::Relaxed);
+    assert_ne!(
+        block::Slab::<u32>::block_of(head),
+        first_block,
+        "2 is in a new block"
+    );
+    // The next push claims the new block's second node as usual.
+    q.push(3);
+    let after = q.producers.head.load(Ordering::Relaxed);
+    assert_eq!(after, head.wrapping_add(1));
+    for i in 0..2 {
+        // SAFETY: single consumer.
+        assert_eq!(unsafe { q.pop() }, Some(i));
+        assert!(q.spare.load(Ordering::Relaxed).is_null(), "recycled early");
+    }
+    // Releases the node of 1, the first block's last claimed node.
+    // SAFETY: single consumer.
+    assert_eq!(unsafe { q.pop() }, Some(2));
+    assert_eq!(
+        q.spare.load(Ordering::Relaxed),
+        first_block,
+        "skipped block recycled"
+    );
+    // SAFETY: single consumer.
+    assert_eq!(unsafe { q.pop() }, Some(3));
+    // SAFETY: single consumer.
+    assert_eq!(unsafe { q.pop() }, None);
+    assert!(q.is_empty());
+    // The recycled block comes back, reset, for the next block boundary.
+    (4..4 + block::Slab::<u32>::NODES as u32).for_each(|i| q.push(i));
+    // SAFETY: single consumer.
+    let rest: Vec<_> = std::iter::from_fn(|| unsafe { q.pop() }).collect();
+    assert_eq!(
+        rest,
+        (4..4 + block::Slab::<u32>::NODES as u32).collect::<Vec<_>>()
+    );
+}
+
+/// A fresh-block push left mid-link, then dropped with the queue: the
+/// skipped block and the new one are both freed once.
+#[test]
+fn drop_frees_a_skipped_block_with_a_push_mid_link() {
+    let q = Queue::new();
+    q.push(String::from("a"));
+    let link = q.push_mid_link_fresh(String::from("b"));
+    link.link();
+    q.push(String::from("c"));
+    drop(q);
+}

@@ -178,7 +178,7 @@ impl<T> GlobalQueue<T> {
         }
     }
 
-    /// Appends `item`. Callable from any thread; lock-free (it is
+    /// Appends `item`. Callable from any thread; wait-free (it is
     /// [`Queue::push`]).
     ///
     /// ```
