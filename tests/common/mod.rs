@@ -1,5 +1,13 @@
-//! Helpers shared by the scheduler's integration tests.
+//! Helpers shared by the integration tests.
+//!
+//! Each file in `tests/` is its own crate and includes this module with
+//! `mod common;`, using only some of what is here: without the `allow`, every
+//! crate would warn about the helpers it does not use.
+#![allow(dead_code)]
 
+pub mod drops;
+
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -11,5 +19,25 @@ pub fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
     while !done() {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
         thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Records the index of every worker thread that runs its stop hook, so a
+/// test can check that none died.
+#[derive(Clone, Default)]
+pub struct ThreadStops(Arc<Mutex<Vec<usize>>>);
+
+impl ThreadStops {
+    /// The hook for `Builder::on_thread_stop`.
+    pub fn hook(&self) -> impl Fn(usize) + Send + Sync + 'static {
+        let stopped = Arc::clone(&self.0);
+        move |i| stopped.lock().unwrap().push(i)
+    }
+
+    /// The indices recorded so far, sorted.
+    pub fn sorted(&self) -> Vec<usize> {
+        let mut stopped = self.0.lock().unwrap().clone();
+        stopped.sort_unstable();
+        stopped
     }
 }
