@@ -13,7 +13,7 @@
 //! ```
 
 mod common;
-use common::wait_until;
+use common::{wait_until, ThreadStops};
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -23,7 +23,9 @@ use std::time::{Duration, Instant};
 use stepsched::process::{
     Cancel, Command, Event, Process, ProcessError, SpawnError, Status, StepOutput,
 };
-use stepsched::sched::{CompleteError, Completer, Scheduler, SendError};
+use stepsched::sched::{
+    CompleteError, Completer, JoinHandle, Scheduler, SendError, ShutdownReport,
+};
 
 /// The one command: its handler keeps the completer and never completes.
 #[derive(Debug)]
@@ -161,6 +163,37 @@ fn scheduler(held: &Held) -> Scheduler<Stubborn> {
         .unwrap()
 }
 
+/// Submits a joinable `Stubborn` process on `method`.
+fn start(
+    scheduler: &Scheduler<Stubborn>,
+    tally: &Arc<Tally>,
+    method: &str,
+) -> JoinHandle<Stubborn> {
+    scheduler
+        .submit_joinable(Stubborn::new(tally), method, ())
+        .unwrap()
+}
+
+/// Submits `n` joinable `Stubborn` processes on `method`.
+fn start_n(
+    scheduler: &Scheduler<Stubborn>,
+    tally: &Arc<Tally>,
+    method: &str,
+    n: usize,
+) -> Vec<JoinHandle<Stubborn>> {
+    (0..n).map(|_| start(scheduler, tally, method)).collect()
+}
+
+/// Waits until `n` processes have run their first step.
+fn wait_first_steps(what: &str, tally: &Tally, n: usize) {
+    wait_until(what, || tally.first_steps.load(Ordering::SeqCst) == n);
+}
+
+/// Waits until the "hang" handler holds `n` completers.
+fn wait_held(what: &str, held: &Held, n: usize) {
+    wait_until(what, || held.lock().unwrap().len() == n);
+}
+
 #[test]
 fn submit_after_shutdown_is_refused_with_the_process_handed_back() {
     let tally = Arc::new(Tally::default());
@@ -187,13 +220,9 @@ fn submit_after_shutdown_is_refused_with_the_process_handed_back() {
 fn send_after_shutdown_is_refused_with_the_message_handed_back() {
     let tally = Arc::new(Tally::default());
     let scheduler = scheduler(&Held::default());
-    let idle = scheduler
-        .submit_joinable(Stubborn::new(&tally), "idle", ())
-        .unwrap();
+    let idle = start(&scheduler, &tally, "idle");
     let pid = idle.pid();
-    wait_until("the first step", || {
-        tally.first_steps.load(Ordering::SeqCst) == 1
-    });
+    wait_first_steps("the first step", &tally, 1);
     scheduler.shutdown(Duration::from_millis(50));
     match scheduler.send(pid, 9) {
         Err(SendError::ShuttingDown(m)) => assert_eq!(m, 9),
@@ -208,26 +237,23 @@ fn shutdown_closes_processes_blocked_forever_once_the_timeout_passed_and_counts_
     let tally = Arc::new(Tally::default());
     let held = Held::default();
     let scheduler = scheduler(&held);
-    let handles: Vec<_> = (0..N)
-        .map(|_| {
-            scheduler
-                .submit_joinable(Stubborn::new(&tally), "blocked_forever", ())
-                .unwrap()
-        })
-        .collect();
-    wait_until("every command to be held", || {
-        held.lock().unwrap().len() == N
-    });
+    let handles = start_n(&scheduler, &tally, "blocked_forever", N);
+    wait_held("every command to be held", &held, N);
 
     let started = Instant::now();
     let report = scheduler.shutdown(Duration::from_millis(200));
     let took = started.elapsed();
 
-    assert_eq!(report.cancelled, N, "{report:?}");
-    assert_eq!(report.completed, 0, "{report:?}");
-    assert_eq!(report.forced, N, "{report:?}");
-    assert!(report.timed_out, "{report:?}");
-    assert_eq!(report.stuck, 0, "{report:?}");
+    assert_eq!(
+        report,
+        ShutdownReport {
+            cancelled: N,
+            completed: 0,
+            forced: N,
+            stuck: 0,
+            timed_out: true,
+        }
+    );
     assert!(
         took >= Duration::from_millis(200),
         "the timeout is a grace period: {took:?}"
@@ -261,27 +287,24 @@ fn shutdown_lets_processes_that_finish_on_cancel_complete_without_force() {
     let tally = Arc::new(Tally::default());
     let held = Held::default();
     let scheduler = scheduler(&held);
-    let handles: Vec<_> = (0..N)
-        .map(|_| {
-            scheduler
-                .submit_joinable(Stubborn::new(&tally), "finish_on_cancel", ())
-                .unwrap()
-        })
-        .collect();
-    wait_until("every command to be held", || {
-        held.lock().unwrap().len() == N
-    });
+    let handles = start_n(&scheduler, &tally, "finish_on_cancel", N);
+    wait_held("every command to be held", &held, N);
     let started = Instant::now();
     let report = scheduler.shutdown(Duration::from_secs(30));
     assert!(
         started.elapsed() < Duration::from_secs(30),
         "shutdown must not wait out the timeout when everything finished"
     );
-    assert_eq!(report.cancelled, N, "{report:?}");
-    assert_eq!(report.completed, N, "{report:?}");
-    assert_eq!(report.forced, 0, "{report:?}");
-    assert!(!report.timed_out, "{report:?}");
-    assert_eq!(report.stuck, 0, "{report:?}");
+    assert_eq!(
+        report,
+        ShutdownReport {
+            cancelled: N,
+            completed: N,
+            forced: 0,
+            stuck: 0,
+            timed_out: false,
+        }
+    );
     for handle in handles {
         assert_eq!(handle.join(), Ok(42));
     }
@@ -298,21 +321,15 @@ fn shutdown_counts_finishers_and_forced_processes_apart() {
     let mut stubborn = Vec::new();
     for i in 0..12 {
         let method = ["finish_on_cancel", "blocked_forever", "idle"][i % 3];
-        let handle = scheduler
-            .submit_joinable(Stubborn::new(&tally), method, ())
-            .unwrap();
+        let handle = start(&scheduler, &tally, method);
         if i % 3 == 0 {
             finishers.push(handle);
         } else {
             stubborn.push(handle);
         }
     }
-    wait_until("every first step", || {
-        tally.first_steps.load(Ordering::SeqCst) == 12
-    });
-    wait_until("the commands to be held", || {
-        held.lock().unwrap().len() == 8
-    });
+    wait_first_steps("every first step", &tally, 12);
+    wait_held("the commands to be held", &held, 8);
     let report = scheduler.shutdown(Duration::from_millis(100));
     assert_eq!(report.cancelled, 12, "{report:?}");
     assert_eq!(report.completed, 4, "{report:?}");
@@ -333,22 +350,19 @@ fn shutdown_closes_processes_that_keep_continuing() {
     const N: usize = 8;
     let tally = Arc::new(Tally::default());
     let scheduler = scheduler(&Held::default());
-    let handles: Vec<_> = (0..N)
-        .map(|_| {
-            scheduler
-                .submit_joinable(Stubborn::new(&tally), "continue_forever", ())
-                .unwrap()
-        })
-        .collect();
-    wait_until("every first step", || {
-        tally.first_steps.load(Ordering::SeqCst) == N
-    });
+    let handles = start_n(&scheduler, &tally, "continue_forever", N);
+    wait_first_steps("every first step", &tally, N);
     let report = scheduler.shutdown(Duration::from_millis(100));
-    assert_eq!(report.cancelled, N, "{report:?}");
-    assert_eq!(report.completed, 0, "{report:?}");
-    assert_eq!(report.forced, N, "{report:?}");
-    assert!(report.timed_out);
-    assert_eq!(report.stuck, 0);
+    assert_eq!(
+        report,
+        ShutdownReport {
+            cancelled: N,
+            completed: 0,
+            forced: N,
+            stuck: 0,
+            timed_out: true,
+        }
+    );
     for handle in handles {
         assert_eq!(handle.join(), Err(ProcessError::Shutdown));
     }
@@ -364,12 +378,8 @@ fn shutdown_closes_processes_that_keep_continuing() {
 fn a_step_that_outlasts_the_grace_period_is_reported_stuck_and_closed_when_it_returns() {
     let tally = Arc::new(Tally::default());
     let scheduler = scheduler(&Held::default());
-    let sleeper = scheduler
-        .submit_joinable(Stubborn::new(&tally), "sleep_long", ())
-        .unwrap();
-    wait_until("the long step to start", || {
-        tally.first_steps.load(Ordering::SeqCst) == 1
-    });
+    let sleeper = start(&scheduler, &tally, "sleep_long");
+    wait_first_steps("the long step to start", &tally, 1);
     let report = scheduler.shutdown(Duration::from_millis(100));
     assert_eq!(report.cancelled, 1, "{report:?}");
     assert_eq!(report.stuck, 1, "{report:?}");
@@ -392,12 +402,8 @@ fn a_step_that_outlasts_the_grace_period_is_reported_stuck_and_closed_when_it_re
 fn a_process_that_finishes_by_itself_after_the_timeout_is_not_reported_as_forced() {
     let tally = Arc::new(Tally::default());
     let scheduler = scheduler(&Held::default());
-    let late = scheduler
-        .submit_joinable(Stubborn::new(&tally), "finish_late", ())
-        .unwrap();
-    wait_until("the step to start", || {
-        tally.first_steps.load(Ordering::SeqCst) == 1
-    });
+    let late = start(&scheduler, &tally, "finish_late");
+    wait_first_steps("the step to start", &tally, 1);
     let report = scheduler.shutdown(Duration::from_millis(100));
     let outcome = late.join();
     assert_eq!(outcome, Ok(7));
@@ -415,10 +421,8 @@ fn a_second_shutdown_returns_the_first_report() {
     let tally = Arc::new(Tally::default());
     let held = Held::default();
     let scheduler = scheduler(&held);
-    let handle = scheduler
-        .submit_joinable(Stubborn::new(&tally), "blocked_forever", ())
-        .unwrap();
-    wait_until("the command to be held", || held.lock().unwrap().len() == 1);
+    let handle = start(&scheduler, &tally, "blocked_forever");
+    wait_held("the command to be held", &held, 1);
     let first = scheduler.shutdown(Duration::from_millis(50));
     let second = scheduler.shutdown(Duration::from_secs(5));
     assert_eq!(first, second);
@@ -440,14 +444,10 @@ fn dropping_the_scheduler_closes_every_live_process() {
             } else {
                 "blocked_forever"
             };
-            scheduler
-                .submit_joinable(Stubborn::new(&tally), method, ())
-                .unwrap()
+            start(&scheduler, &tally, method)
         })
         .collect();
-    wait_until("every first step", || {
-        tally.first_steps.load(Ordering::SeqCst) == N
-    });
+    wait_first_steps("every first step", &tally, N);
     drop(scheduler);
     for handle in handles {
         match handle.join_timeout(Duration::from_secs(10)) {
@@ -464,21 +464,16 @@ fn dropping_the_scheduler_closes_every_live_process() {
 /// its stop hook, i.e. none died on the way.
 fn shutdown_many_idle(n: usize) {
     let tally = Arc::new(Tally::default());
-    let stopped = Arc::new(Mutex::new(Vec::new()));
-    let scheduler = {
-        let stopped = Arc::clone(&stopped);
-        Scheduler::<Stubborn>::builder()
-            .workers(2)
-            .on_thread_stop(move |i| stopped.lock().unwrap().push(i))
-            .build()
-            .unwrap()
-    };
+    let stopped = ThreadStops::default();
+    let scheduler = Scheduler::<Stubborn>::builder()
+        .workers(2)
+        .on_thread_stop(stopped.hook())
+        .build()
+        .unwrap();
     for _ in 0..n {
         scheduler.submit(Stubborn::new(&tally), "idle", ()).unwrap();
     }
-    wait_until("every first step", || {
-        tally.first_steps.load(Ordering::SeqCst) == n
-    });
+    wait_first_steps("every first step", &tally, n);
     wait_until("both workers to park", || scheduler.stats().sleeping == 2);
     let report = scheduler.shutdown(Duration::from_millis(50));
     assert_eq!(
@@ -487,9 +482,11 @@ fn shutdown_many_idle(n: usize) {
         "{report:?}"
     );
     assert_eq!(tally.closes.load(Ordering::SeqCst), n);
-    let mut stopped = stopped.lock().unwrap().clone();
-    stopped.sort_unstable();
-    assert_eq!(stopped, vec![0, 1], "a worker thread died during shutdown");
+    assert_eq!(
+        stopped.sorted(),
+        vec![0, 1],
+        "a worker thread died during shutdown"
+    );
 }
 
 #[test]
@@ -513,12 +510,8 @@ fn shutdown_of_thousands_of_idle_processes_keeps_every_worker_thread_alive() {
 fn a_step_cannot_spawn_once_shutdown_began() {
     let tally = Arc::new(Tally::default());
     let scheduler = scheduler(&Held::default());
-    let parent = scheduler
-        .submit_joinable(Stubborn::new(&tally), "spawn_on_cancel", ())
-        .unwrap();
-    wait_until("the first step", || {
-        tally.first_steps.load(Ordering::SeqCst) == 1
-    });
+    let parent = start(&scheduler, &tally, "spawn_on_cancel");
+    wait_first_steps("the first step", &tally, 1);
     let report = scheduler.shutdown(Duration::from_secs(10));
     assert_eq!(
         parent.join(),
