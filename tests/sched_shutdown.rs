@@ -13,19 +13,17 @@
 //! ```
 
 mod common;
-use common::{wait_until, ThreadStops};
+use common::{wait_until, Held, ThreadStops};
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use stepsched::process::{
     Cancel, Command, Event, Process, ProcessError, SpawnError, Status, StepOutput,
 };
-use stepsched::sched::{
-    CompleteError, Completer, JoinHandle, Scheduler, SendError, ShutdownReport,
-};
+use stepsched::sched::{CompleteError, JoinHandle, Scheduler, SendError, ShutdownReport};
 
 /// The one command: its handler keeps the completer and never completes.
 #[derive(Debug)]
@@ -150,15 +148,10 @@ impl Process for Stubborn {
     }
 }
 
-type Held = Arc<Mutex<Vec<Completer<Stubborn>>>>;
-
-fn scheduler(held: &Held) -> Scheduler<Stubborn> {
-    let held = Arc::clone(held);
+fn scheduler(held: &Held<Stubborn>) -> Scheduler<Stubborn> {
     Scheduler::<Stubborn>::builder()
         .workers(2)
-        .handler("hang", move |_, completer| {
-            held.lock().unwrap().push(completer)
-        })
+        .handler("hang", held.handler())
         .build()
         .unwrap()
 }
@@ -187,11 +180,6 @@ fn start_n(
 /// Waits until `n` processes have run their first step.
 fn wait_first_steps(what: &str, tally: &Tally, n: usize) {
     wait_until(what, || tally.first_steps.load(Ordering::SeqCst) == n);
-}
-
-/// Waits until the "hang" handler holds `n` completers.
-fn wait_held(what: &str, held: &Held, n: usize) {
-    wait_until(what, || held.lock().unwrap().len() == n);
 }
 
 #[test]
@@ -238,7 +226,7 @@ fn shutdown_closes_processes_blocked_forever_once_the_timeout_passed_and_counts_
     let held = Held::default();
     let scheduler = scheduler(&held);
     let handles = start_n(&scheduler, &tally, "blocked_forever", N);
-    wait_held("every command to be held", &held, N);
+    held.wait_for("every command to be held", N);
 
     let started = Instant::now();
     let report = scheduler.shutdown(Duration::from_millis(200));
@@ -273,7 +261,7 @@ fn shutdown_closes_processes_blocked_forever_once_the_timeout_passed_and_counts_
     assert_eq!(tally.closes.load(Ordering::SeqCst), N, "close once each");
     assert_eq!(scheduler.live(), 0);
     // The held completers can no longer deliver; the result comes back.
-    for completer in held.lock().unwrap().drain(..) {
+    for completer in held.lock().drain(..) {
         match completer.complete(Ok(())) {
             Err(CompleteError::ShuttingDown(r) | CompleteError::Finished(r)) => assert!(r.is_ok()),
             Ok(()) => panic!("a completion was accepted after shutdown"),
@@ -288,7 +276,7 @@ fn shutdown_lets_processes_that_finish_on_cancel_complete_without_force() {
     let held = Held::default();
     let scheduler = scheduler(&held);
     let handles = start_n(&scheduler, &tally, "finish_on_cancel", N);
-    wait_held("every command to be held", &held, N);
+    held.wait_for("every command to be held", N);
     let started = Instant::now();
     let report = scheduler.shutdown(Duration::from_secs(30));
     assert!(
@@ -309,7 +297,7 @@ fn shutdown_lets_processes_that_finish_on_cancel_complete_without_force() {
         assert_eq!(handle.join(), Ok(42));
     }
     assert_eq!(tally.closes.load(Ordering::SeqCst), N);
-    held.lock().unwrap().clear();
+    held.lock().clear();
 }
 
 #[test]
@@ -329,7 +317,7 @@ fn shutdown_counts_finishers_and_forced_processes_apart() {
         }
     }
     wait_first_steps("every first step", &tally, 12);
-    wait_held("the commands to be held", &held, 8);
+    held.wait_for("the commands to be held", 8);
     let report = scheduler.shutdown(Duration::from_millis(100));
     assert_eq!(report.cancelled, 12, "{report:?}");
     assert_eq!(report.completed, 4, "{report:?}");
@@ -342,7 +330,7 @@ fn shutdown_counts_finishers_and_forced_processes_apart() {
         assert_eq!(handle.join(), Err(ProcessError::Shutdown));
     }
     assert_eq!(tally.closes.load(Ordering::SeqCst), 12);
-    held.lock().unwrap().clear();
+    held.lock().clear();
 }
 
 #[test]
@@ -422,13 +410,13 @@ fn a_second_shutdown_returns_the_first_report() {
     let held = Held::default();
     let scheduler = scheduler(&held);
     let handle = start(&scheduler, &tally, "blocked_forever");
-    wait_held("the command to be held", &held, 1);
+    held.wait_for("the command to be held", 1);
     let first = scheduler.shutdown(Duration::from_millis(50));
     let second = scheduler.shutdown(Duration::from_secs(5));
     assert_eq!(first, second);
     assert_eq!((first.cancelled, first.forced), (1, 1));
     assert_eq!(handle.join(), Err(ProcessError::Shutdown));
-    held.lock().unwrap().clear();
+    held.lock().clear();
 }
 
 #[test]
@@ -456,7 +444,7 @@ fn dropping_the_scheduler_closes_every_live_process() {
         }
     }
     assert_eq!(tally.closes.load(Ordering::SeqCst), N);
-    held.lock().unwrap().clear();
+    held.lock().clear();
 }
 
 /// Shuts down a scheduler with `n` live idle processes (which ignore the

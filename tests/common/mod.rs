@@ -7,9 +7,12 @@
 
 pub mod drops;
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread;
 use std::time::{Duration, Instant};
+
+use stepsched::process::Process;
+use stepsched::sched::Completer;
 
 /// Polls `done` every millisecond until it holds. The 60 s bound is a
 /// liveness guard for a hung scheduler, not a timing claim: on any machine
@@ -39,5 +42,33 @@ impl ThreadStops {
         let mut stopped = self.0.lock().unwrap().clone();
         stopped.sort_unstable();
         stopped
+    }
+}
+
+/// The completers kept by a command handler that never completes them
+/// itself, for the test to complete, drop or inspect.
+pub struct Held<P: Process>(Arc<Mutex<Vec<Completer<P>>>>);
+
+impl<P: Process> Default for Held<P> {
+    fn default() -> Self {
+        Held(Arc::default())
+    }
+}
+
+impl<P: Process> Held<P> {
+    /// A handler (for `Builder::handler`) that keeps every completer here.
+    pub fn handler(&self) -> impl Fn(P::Command, Completer<P>) + Send + Sync + 'static {
+        let held = Arc::clone(&self.0);
+        move |_, completer| held.lock().unwrap().push(completer)
+    }
+
+    /// The completers held now.
+    pub fn lock(&self) -> MutexGuard<'_, Vec<Completer<P>>> {
+        self.0.lock().unwrap()
+    }
+
+    /// Waits until `n` completers are held.
+    pub fn wait_for(&self, what: &str, n: usize) {
+        wait_until(what, || self.lock().len() == n);
     }
 }
