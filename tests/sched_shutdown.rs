@@ -43,6 +43,16 @@ struct Tally {
     closes: AtomicUsize,
 }
 
+impl Tally {
+    fn closes(&self) -> usize {
+        self.closes.load(Ordering::SeqCst)
+    }
+
+    fn shutdown_cancels(&self) -> usize {
+        self.shutdown_cancels.load(Ordering::SeqCst)
+    }
+}
+
 /// Behaviour by method:
 /// - "blocked_forever": yields `Hang` and waits; ignores `Cancel::Shutdown`
 ///   by waiting again.
@@ -156,6 +166,20 @@ fn scheduler(held: &Held<Stubborn>) -> Scheduler<Stubborn> {
         .unwrap()
 }
 
+/// The counters, the completers held by "hang", and a scheduler.
+fn setup() -> (Arc<Tally>, Held<Stubborn>, Scheduler<Stubborn>) {
+    let held = Held::default();
+    let scheduler = scheduler(&held);
+    (Arc::new(Tally::default()), held, scheduler)
+}
+
+/// Each process ended by force, with outcome `Shutdown`.
+fn assert_all_shut_down(handles: Vec<JoinHandle<Stubborn>>) {
+    for handle in handles {
+        assert_eq!(handle.join(), Err(ProcessError::Shutdown));
+    }
+}
+
 /// Submits a joinable `Stubborn` process on `method`.
 fn start(
     scheduler: &Scheduler<Stubborn>,
@@ -184,8 +208,7 @@ fn wait_first_steps(what: &str, tally: &Tally, n: usize) {
 
 #[test]
 fn submit_after_shutdown_is_refused_with_the_process_handed_back() {
-    let tally = Arc::new(Tally::default());
-    let scheduler = scheduler(&Held::default());
+    let (tally, _, scheduler) = setup();
     let report = scheduler.shutdown(Duration::from_secs(1));
     assert_eq!(report, Default::default(), "nothing was live");
     let mut process = Stubborn::new(&tally);
@@ -201,13 +224,12 @@ fn submit_after_shutdown_is_refused_with_the_process_handed_back() {
         Err(SpawnError::ShuttingDown(_)) => {}
         other => panic!("expected ShuttingDown, got {other:?}"),
     }
-    assert_eq!(tally.closes.load(Ordering::SeqCst), 0);
+    assert_eq!(tally.closes(), 0);
 }
 
 #[test]
 fn send_after_shutdown_is_refused_with_the_message_handed_back() {
-    let tally = Arc::new(Tally::default());
-    let scheduler = scheduler(&Held::default());
+    let (tally, _, scheduler) = setup();
     let idle = start(&scheduler, &tally, "idle");
     let pid = idle.pid();
     wait_first_steps("the first step", &tally, 1);
@@ -222,9 +244,7 @@ fn send_after_shutdown_is_refused_with_the_message_handed_back() {
 #[test]
 fn shutdown_closes_processes_blocked_forever_once_the_timeout_passed_and_counts_them() {
     const N: usize = 16;
-    let tally = Arc::new(Tally::default());
-    let held = Held::default();
-    let scheduler = scheduler(&held);
+    let (tally, held, scheduler) = setup();
     let handles = start_n(&scheduler, &tally, "blocked_forever", N);
     held.wait_for("every command to be held", N);
 
@@ -250,15 +270,9 @@ fn shutdown_closes_processes_blocked_forever_once_the_timeout_passed_and_counts_
         took < Duration::from_secs(20),
         "shutdown returned only after {took:?}"
     );
-    for handle in handles {
-        assert_eq!(handle.join(), Err(ProcessError::Shutdown));
-    }
-    assert_eq!(
-        tally.shutdown_cancels.load(Ordering::SeqCst),
-        N,
-        "one cancel each"
-    );
-    assert_eq!(tally.closes.load(Ordering::SeqCst), N, "close once each");
+    assert_all_shut_down(handles);
+    assert_eq!(tally.shutdown_cancels(), N, "one cancel each");
+    assert_eq!(tally.closes(), N, "close once each");
     assert_eq!(scheduler.live(), 0);
     // The held completers can no longer deliver; the result comes back.
     for completer in held.lock().drain(..) {
@@ -272,9 +286,7 @@ fn shutdown_closes_processes_blocked_forever_once_the_timeout_passed_and_counts_
 #[test]
 fn shutdown_lets_processes_that_finish_on_cancel_complete_without_force() {
     const N: usize = 16;
-    let tally = Arc::new(Tally::default());
-    let held = Held::default();
-    let scheduler = scheduler(&held);
+    let (tally, held, scheduler) = setup();
     let handles = start_n(&scheduler, &tally, "finish_on_cancel", N);
     held.wait_for("every command to be held", N);
     let started = Instant::now();
@@ -296,15 +308,13 @@ fn shutdown_lets_processes_that_finish_on_cancel_complete_without_force() {
     for handle in handles {
         assert_eq!(handle.join(), Ok(42));
     }
-    assert_eq!(tally.closes.load(Ordering::SeqCst), N);
+    assert_eq!(tally.closes(), N);
     held.lock().clear();
 }
 
 #[test]
 fn shutdown_counts_finishers_and_forced_processes_apart() {
-    let tally = Arc::new(Tally::default());
-    let held = Held::default();
-    let scheduler = scheduler(&held);
+    let (tally, held, scheduler) = setup();
     let mut finishers = Vec::new();
     let mut stubborn = Vec::new();
     for i in 0..12 {
@@ -326,18 +336,15 @@ fn shutdown_counts_finishers_and_forced_processes_apart() {
     for handle in finishers {
         assert_eq!(handle.join(), Ok(42));
     }
-    for handle in stubborn {
-        assert_eq!(handle.join(), Err(ProcessError::Shutdown));
-    }
-    assert_eq!(tally.closes.load(Ordering::SeqCst), 12);
+    assert_all_shut_down(stubborn);
+    assert_eq!(tally.closes(), 12);
     held.lock().clear();
 }
 
 #[test]
 fn shutdown_closes_processes_that_keep_continuing() {
     const N: usize = 8;
-    let tally = Arc::new(Tally::default());
-    let scheduler = scheduler(&Held::default());
+    let (tally, _, scheduler) = setup();
     let handles = start_n(&scheduler, &tally, "continue_forever", N);
     wait_first_steps("every first step", &tally, N);
     let report = scheduler.shutdown(Duration::from_millis(100));
@@ -351,21 +358,14 @@ fn shutdown_closes_processes_that_keep_continuing() {
             timed_out: true,
         }
     );
-    for handle in handles {
-        assert_eq!(handle.join(), Err(ProcessError::Shutdown));
-    }
-    assert_eq!(
-        tally.shutdown_cancels.load(Ordering::SeqCst),
-        N,
-        "one cancel each"
-    );
-    assert_eq!(tally.closes.load(Ordering::SeqCst), N);
+    assert_all_shut_down(handles);
+    assert_eq!(tally.shutdown_cancels(), N, "one cancel each");
+    assert_eq!(tally.closes(), N);
 }
 
 #[test]
 fn a_step_that_outlasts_the_grace_period_is_reported_stuck_and_closed_when_it_returns() {
-    let tally = Arc::new(Tally::default());
-    let scheduler = scheduler(&Held::default());
+    let (tally, _, scheduler) = setup();
     let sleeper = start(&scheduler, &tally, "sleep_long");
     wait_first_steps("the long step to start", &tally, 1);
     let report = scheduler.shutdown(Duration::from_millis(100));
@@ -375,7 +375,7 @@ fn a_step_that_outlasts_the_grace_period_is_reported_stuck_and_closed_when_it_re
     // shutdown joined the workers, so the step has returned and the process
     // was closed.
     assert_eq!(sleeper.join(), Err(ProcessError::Shutdown));
-    assert_eq!(tally.closes.load(Ordering::SeqCst), 1);
+    assert_eq!(tally.closes(), 1);
 }
 
 /// A process whose step is running when the 100 ms timeout passes, and
@@ -388,8 +388,7 @@ fn a_step_that_outlasts_the_grace_period_is_reported_stuck_and_closed_when_it_re
 #[test]
 
 fn a_process_that_finishes_by_itself_after_the_timeout_is_not_reported_as_forced() {
-    let tally = Arc::new(Tally::default());
-    let scheduler = scheduler(&Held::default());
+    let (tally, _, scheduler) = setup();
     let late = start(&scheduler, &tally, "finish_late");
     wait_first_steps("the step to start", &tally, 1);
     let report = scheduler.shutdown(Duration::from_millis(100));
@@ -406,9 +405,7 @@ fn a_process_that_finishes_by_itself_after_the_timeout_is_not_reported_as_forced
 
 #[test]
 fn a_second_shutdown_returns_the_first_report() {
-    let tally = Arc::new(Tally::default());
-    let held = Held::default();
-    let scheduler = scheduler(&held);
+    let (tally, held, scheduler) = setup();
     let handle = start(&scheduler, &tally, "blocked_forever");
     held.wait_for("the command to be held", 1);
     let first = scheduler.shutdown(Duration::from_millis(50));
@@ -422,9 +419,7 @@ fn a_second_shutdown_returns_the_first_report() {
 #[test]
 fn dropping_the_scheduler_closes_every_live_process() {
     const N: usize = 10;
-    let tally = Arc::new(Tally::default());
-    let held = Held::default();
-    let scheduler = scheduler(&held);
+    let (tally, held, scheduler) = setup();
     let handles: Vec<_> = (0..N)
         .map(|i| {
             let method = if i % 2 == 0 {
@@ -443,7 +438,7 @@ fn dropping_the_scheduler_closes_every_live_process() {
             Err(_) => panic!("a process outlived the dropped scheduler"),
         }
     }
-    assert_eq!(tally.closes.load(Ordering::SeqCst), N);
+    assert_eq!(tally.closes(), N);
     held.lock().clear();
 }
 
@@ -469,7 +464,7 @@ fn shutdown_many_idle(n: usize) {
         (n, n, 0),
         "{report:?}"
     );
-    assert_eq!(tally.closes.load(Ordering::SeqCst), n);
+    assert_eq!(tally.closes(), n);
     assert_eq!(
         stopped.sorted(),
         vec![0, 1],
@@ -496,8 +491,7 @@ fn shutdown_of_thousands_of_idle_processes_keeps_every_worker_thread_alive() {
 
 #[test]
 fn a_step_cannot_spawn_once_shutdown_began() {
-    let tally = Arc::new(Tally::default());
-    let scheduler = scheduler(&Held::default());
+    let (tally, _, scheduler) = setup();
     let parent = start(&scheduler, &tally, "spawn_on_cancel");
     wait_first_steps("the first step", &tally, 1);
     let report = scheduler.shutdown(Duration::from_secs(10));
@@ -510,9 +504,5 @@ fn a_step_cannot_spawn_once_shutdown_began() {
         (report.cancelled, report.completed, report.forced),
         (1, 1, 0)
     );
-    assert_eq!(
-        tally.closes.load(Ordering::SeqCst),
-        1,
-        "the child never started"
-    );
+    assert_eq!(tally.closes(), 1, "the child never started");
 }
