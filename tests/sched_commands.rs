@@ -82,9 +82,29 @@ struct Asker {
     commands: Vec<(u64, Cmd)>,
     pending: usize,
     got: Vec<(u64, Got)>,
-    closes: Arc<AtomicUsize>,
-    steps: Arc<AtomicUsize>,
-    messages: Arc<AtomicUsize>,
+    counts: Arc<Counts>,
+}
+
+/// What an `Asker` counts, shared with the test.
+#[derive(Default)]
+struct Counts {
+    closes: AtomicUsize,
+    steps: AtomicUsize,
+    messages: AtomicUsize,
+}
+
+impl Counts {
+    fn closes(&self) -> usize {
+        self.closes.load(Ordering::SeqCst)
+    }
+
+    fn steps(&self) -> usize {
+        self.steps.load(Ordering::SeqCst)
+    }
+
+    fn messages(&self) -> usize {
+        self.messages.load(Ordering::SeqCst)
+    }
 }
 
 impl Asker {
@@ -93,9 +113,7 @@ impl Asker {
             commands,
             pending: 0,
             got: Vec::new(),
-            closes: Arc::new(AtomicUsize::new(0)),
-            steps: Arc::new(AtomicUsize::new(0)),
-            messages: Arc::new(AtomicUsize::new(0)),
+            counts: Arc::default(),
         }
     }
 }
@@ -117,7 +135,7 @@ impl Process for Asker {
         events: &mut Vec<Event<Self>>,
         out: &mut StepOutput<'_, Self>,
     ) -> Result<(), String> {
-        self.steps.fetch_add(1, Ordering::SeqCst);
+        self.counts.steps.fetch_add(1, Ordering::SeqCst);
         for (tag, command) in self.commands.drain(..) {
             out.yield_command(tag, command);
             self.pending += 1;
@@ -129,7 +147,7 @@ impl Process for Asker {
                     self.pending -= 1;
                 }
                 Event::Message(()) => {
-                    self.messages.fetch_add(1, Ordering::SeqCst);
+                    self.counts.messages.fetch_add(1, Ordering::SeqCst);
                 }
                 other => return Err(format!("unexpected event {other:?}")),
             }
@@ -143,7 +161,7 @@ impl Process for Asker {
     }
 
     fn close(&mut self) {
-        self.closes.fetch_add(1, Ordering::SeqCst);
+        self.counts.closes.fetch_add(1, Ordering::SeqCst);
     }
 }
 
@@ -191,9 +209,17 @@ fn setup() -> (Scheduler<Asker>, Held<Asker>, Arc<LaterLog>) {
 
 /// Submits an `Asker` with these commands.
 fn ask(scheduler: &Scheduler<Asker>, commands: Vec<(u64, Cmd)>) -> JoinHandle<Asker> {
-    scheduler
-        .submit_joinable(Asker::new(commands), "ask", ())
-        .unwrap()
+    ask_counted(scheduler, commands).0
+}
+
+/// Submits an `Asker` with these commands; returns its counts too.
+fn ask_counted(
+    scheduler: &Scheduler<Asker>,
+    commands: Vec<(u64, Cmd)>,
+) -> (JoinHandle<Asker>, Arc<Counts>) {
+    let asker = Asker::new(commands);
+    let counts = Arc::clone(&asker.counts);
+    (scheduler.submit_joinable(asker, "ask", ()).unwrap(), counts)
 }
 
 /// One `Asker` with `commands` on a fresh scheduler must finish with
@@ -224,9 +250,7 @@ fn a_handler_completing_inline_replies_to_the_same_tag() {
 #[test]
 fn a_handler_completing_from_another_thread_10ms_later_reaches_the_process_with_its_tag() {
     let (scheduler, _, log) = setup();
-    let asker = Asker::new(vec![(7, Cmd::Later(21))]);
-    let steps = Arc::clone(&asker.steps);
-    let asker = scheduler.submit_joinable(asker, "ask", ()).unwrap();
+    let (asker, counts) = ask_counted(&scheduler, vec![(7, Cmd::Later(21))]);
     assert_eq!(asker.join(), Ok(vec![(7, Got::Reply(42))]));
     // The handler's thread counts after `succeed` returns, which may be just
     // after the woken process has already finished: give it a moment.
@@ -235,7 +259,7 @@ fn a_handler_completing_from_another_thread_10ms_later_reaches_the_process_with_
     });
     assert_eq!(log.ok.load(Ordering::SeqCst), 1, "succeed() returned Ok");
     assert_eq!(
-        steps.load(Ordering::SeqCst),
+        counts.steps(),
         2,
         "one step to yield, one woken by the completion"
     );
@@ -306,20 +330,17 @@ fn every_tag_of_a_mixed_batch_completes_exactly_once() {
 #[test]
 fn a_panicking_handler_ends_its_process_with_panicked_and_others_go_on() {
     let (scheduler, _, _) = setup();
-    let victim = Asker::new(vec![
-        (1, Cmd::Inline(1)),
-        (2, Cmd::Panic),
-        (3, Cmd::Later(3)),
-    ]);
-    let closes = Arc::clone(&victim.closes);
-    let victim = scheduler.submit_joinable(victim, "ask", ()).unwrap();
+    let (victim, counts) = ask_counted(
+        &scheduler,
+        vec![(1, Cmd::Inline(1)), (2, Cmd::Panic), (3, Cmd::Later(3))],
+    );
     match victim.join() {
         Err(ProcessError::Panicked(msg)) => {
             assert!(msg.contains("handler exploded"), "message: {msg:?}")
         }
         other => panic!("expected Panicked, got {other:?}"),
     }
-    assert_eq!(closes.load(Ordering::SeqCst), 1, "close ran once");
+    assert_eq!(counts.closes(), 1, "close ran once");
     // The workers and other processes go on.
     let handles: Vec<_> = (0..50)
         .map(|i| ask(&scheduler, vec![(0, Cmd::Inline(i))]))
@@ -334,17 +355,15 @@ fn a_panicking_handler_ends_its_process_with_panicked_and_others_go_on() {
 #[test]
 fn completing_after_the_process_was_terminated_hands_the_result_back() {
     let (scheduler, held, _) = setup();
-    let asker = Asker::new(vec![(8, Cmd::Hold)]);
-    let (closes, steps) = (Arc::clone(&asker.closes), Arc::clone(&asker.steps));
-    let asker = scheduler.submit_joinable(asker, "ask", ()).unwrap();
+    let (asker, counts) = ask_counted(&scheduler, vec![(8, Cmd::Hold)]);
     held.wait_for("the command to be held", 1);
     let completer = held.lock().pop().unwrap();
     assert_eq!((completer.pid(), completer.tag()), (asker.pid(), 8));
 
     scheduler.terminate(asker.pid()).unwrap();
     assert_eq!(asker.join(), Err(ProcessError::Terminated));
-    assert_eq!(steps.load(Ordering::SeqCst), 1, "no step after terminate");
-    assert_eq!(closes.load(Ordering::SeqCst), 1, "close ran once");
+    assert_eq!(counts.steps(), 1, "no step after terminate");
+    assert_eq!(counts.closes(), 1, "close ran once");
 
     match completer.complete(Ok(5)) {
         Err(CompleteError::Finished(result)) => assert_eq!(result.ok(), Some(5)),
@@ -382,26 +401,16 @@ fn a_held_completer_completed_later_from_the_test_thread_wakes_the_process() {
 #[test]
 fn messages_do_not_wake_a_process_waiting_for_a_completion_but_reach_its_next_step() {
     let (scheduler, held, _) = setup();
-    let asker = Asker::new(vec![(1, Cmd::Hold)]);
-    let (steps, messages) = (Arc::clone(&asker.steps), Arc::clone(&asker.messages));
-    let asker = scheduler.submit_joinable(asker, "ask", ()).unwrap();
+    let (asker, counts) = ask_counted(&scheduler, vec![(1, Cmd::Hold)]);
     held.wait_for("the command to be held", 1);
     scheduler.send(asker.pid(), ()).unwrap();
     scheduler.send(asker.pid(), ()).unwrap();
     thread::sleep(Duration::from_millis(50));
-    assert_eq!(
-        steps.load(Ordering::SeqCst),
-        1,
-        "messages must not wake a Wait"
-    );
+    assert_eq!(counts.steps(), 1, "messages must not wake a Wait");
     let completer = held.lock().pop().unwrap();
     completer.succeed(9).unwrap();
     assert_eq!(asker.join(), Ok(vec![(1, Got::Reply(9))]));
-    assert_eq!(steps.load(Ordering::SeqCst), 2);
-    assert_eq!(
-        messages.load(Ordering::SeqCst),
-        2,
-        "both messages reached step 2"
-    );
+    assert_eq!(counts.steps(), 2);
+    assert_eq!(counts.messages(), 2, "both messages reached step 2");
     scheduler.shutdown(Duration::from_secs(1));
 }
