@@ -34,6 +34,16 @@ fn worker(idle: &Idle, work: &AtomicBool, spinning: bool) {
     }
 }
 
+/// The publisher side, on a thread of its own: publish the work, then wake
+/// a worker if none is spinning.
+fn publish(idle: &Arc<Idle>, work: &Arc<AtomicBool>) -> thread::JoinHandle<()> {
+    let (idle, work) = (idle.clone(), work.clone());
+    thread::spawn(move || {
+        work.store(true, Ordering::Relaxed);
+        idle.notify_one();
+    })
+}
+
 /// A push racing a worker going to sleep is never lost: loom reports a
 /// deadlock if the worker parks for good.
 #[test]
@@ -41,13 +51,7 @@ fn park_races_with_push() {
     loom::model(|| {
         let idle = Arc::new(Idle::new(1));
         let work = Arc::new(AtomicBool::new(false));
-        let publisher = {
-            let (idle, work) = (idle.clone(), work.clone());
-            thread::spawn(move || {
-                work.store(true, Ordering::Relaxed);
-                idle.notify_one();
-            })
-        };
+        let publisher = publish(&idle, &work);
         worker(&idle, &work, false);
         publisher.join().unwrap();
         assert_eq!(idle.counts(), (0, 0));
@@ -62,13 +66,7 @@ fn spinner_going_to_sleep_is_not_skipped() {
         let idle = Arc::new(Idle::new(2));
         assert!(idle.try_start_spinning());
         let work = Arc::new(AtomicBool::new(false));
-        let publisher = {
-            let (idle, work) = (idle.clone(), work.clone());
-            thread::spawn(move || {
-                work.store(true, Ordering::Relaxed);
-                idle.notify_one();
-            })
-        };
+        let publisher = publish(&idle, &work);
         worker(&idle, &work, true);
         publisher.join().unwrap();
         assert_eq!(idle.counts(), (0, 0));
@@ -82,15 +80,7 @@ fn two_publishers_one_sleeper() {
     loom::model(|| {
         let idle = Arc::new(Idle::new(1));
         let work = Arc::new(AtomicBool::new(false));
-        let publishers: Vec<_> = (0..2)
-            .map(|_| {
-                let (idle, work) = (idle.clone(), work.clone());
-                thread::spawn(move || {
-                    work.store(true, Ordering::Relaxed);
-                    idle.notify_one();
-                })
-            })
-            .collect();
+        let publishers: Vec<_> = (0..2).map(|_| publish(&idle, &work)).collect();
         worker(&idle, &work, false);
         for p in publishers {
             p.join().unwrap();
