@@ -178,6 +178,17 @@ fn thief(
     (attempts, won)
 }
 
+/// A thief with a fresh deque of its own and no peers to rob.
+fn lone_thief(
+    victim: Stealer<Box<Item>>,
+    style: Style,
+    seen: &Seen,
+    done: &AtomicBool,
+    seed: u64,
+) -> (u64, u64) {
+    thief(victim, Worker::new(), Vec::new(), style, seen, done, seed)
+}
+
 /// The owner's schedule for one round: mostly grows, mostly drains, or mixes.
 fn owner_round(
     w: &Worker<Box<Item>>,
@@ -237,6 +248,32 @@ fn owner_round(
     popped
 }
 
+/// The owner pops `w` until it is empty, marking each item; returns how
+/// many it got.
+fn drain(w: &Worker<Box<Item>>, seen: &Seen) -> u64 {
+    let mut got = 0;
+    while let Some(item) = w.pop() {
+        seen.mark(item.id, "the owner");
+        got += 1;
+    }
+    got
+}
+
+/// Each of the `n` items was delivered exactly once (`delivered` in all, to
+/// the owner or a thief), and none is left alive once `w` is dropped.
+fn assert_all_delivered(
+    seen: &Seen,
+    delivered: u64,
+    n: usize,
+    w: Worker<Box<Item>>,
+    live: &AtomicUsize,
+) {
+    seen.assert_all_seen();
+    assert_eq!(delivered, n as u64);
+    drop(w);
+    assert_eq!(live.load(Ordering::Relaxed), 0, "items leaked");
+}
+
 fn owner_vs_thieves(n: usize, styles: &[Style], initial_capacity: usize, seed: u64) {
     let seen = Seen::new(n);
     let live = Arc::new(AtomicUsize::new(0));
@@ -275,10 +312,7 @@ fn owner_vs_thieves(n: usize, styles: &[Style], initial_capacity: usize, seed: u
             popped += owner_round(&w, &mut next_id, n, &mut rng, &live, &seen);
         }
         // Take back whatever the thieves have not, then let them finish.
-        while let Some(item) = w.pop() {
-            seen.mark(item.id, "the owner");
-            popped += 1;
-        }
+        popped += drain(&w, &seen);
         assert!(w.is_empty());
         done.store(true, Ordering::Release);
         let stats: Vec<(u64, u64)> = handles.into_iter().map(|h| h.join().unwrap()).collect();
@@ -342,17 +376,7 @@ fn last_item_races_between_owner_and_thieves() {
             .map(|(i, &style)| {
                 let victim = w.stealer();
                 let (seen, done) = (&seen, &done);
-                sc.spawn(move || {
-                    thief(
-                        victim,
-                        Worker::new(),
-                        Vec::new(),
-                        style,
-                        seen,
-                        done,
-                        77 + i as u64,
-                    )
-                })
+                sc.spawn(move || lone_thief(victim, style, seen, done, 77 + i as u64))
             })
             .collect();
         let mut rng = Rng(0xDEAD_BEEF);
@@ -365,10 +389,7 @@ fn last_item_races_between_owner_and_thieves() {
                     next += 1;
                 }
             }
-            while let Some(item) = w.pop() {
-                seen.mark(item.id, "the owner");
-                owner_got += 1;
-            }
+            owner_got += drain(&w, &seen);
             // `pop` returns None only on an empty deque.
             assert_eq!(w.len(), 0);
         }
@@ -377,10 +398,7 @@ fn last_item_races_between_owner_and_thieves() {
         (owner_got, stolen)
     });
     println!("last item: owner {owner_got}, thieves {stolen}");
-    seen.assert_all_seen();
-    assert_eq!(owner_got + stolen, n as u64);
-    drop(w);
-    assert_eq!(live.load(Ordering::Relaxed), 0, "items leaked");
+    assert_all_delivered(&seen, owner_got + stolen, n, w, &live);
 }
 
 /// Thieves keep stealing while the owner pushes a final batch and drops its
@@ -405,15 +423,7 @@ fn thieves_outlive_the_worker() {
                     let victim = s.clone();
                     let (seen, done) = (&seen, &done);
                     sc.spawn(move || {
-                        thief(
-                            victim,
-                            Worker::new(),
-                            Vec::new(),
-                            style,
-                            seen,
-                            done,
-                            r as u64 * 3 + i as u64 + 1,
-                        )
+                        lone_thief(victim, style, seen, done, r as u64 * 3 + i as u64 + 1)
                     })
                 })
                 .collect();
@@ -477,18 +487,12 @@ fn full_batch_claims_vs_owner_draining_through_them() {
             for id in round * batch..(round + 1) * batch {
                 w.push(Item::new(id, &live));
             }
-            while let Some(item) = w.pop() {
-                seen.mark(item.id, "the owner");
-                owner_got += 1;
-            }
+            owner_got += drain(&w, &seen);
         }
         done.store(true, Ordering::Release);
         let stolen: u64 = handles.into_iter().map(|h| h.join().unwrap().1).sum();
         (owner_got, stolen)
     });
     println!("full batches: owner {owner_got}, thieves {stolen}");
-    seen.assert_all_seen();
-    assert_eq!(owner_got + stolen, n as u64);
-    drop(w);
-    assert_eq!(live.load(Ordering::Relaxed), 0, "items leaked");
+    assert_all_delivered(&seen, owner_got + stolen, n, w, &live);
 }

@@ -3,6 +3,9 @@
 //!
 //! Sizes shrink under Miri (`cfg!(miri)`); a normal run takes a few seconds.
 
+mod common;
+use common::drops::Counted;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Barrier;
 use std::thread;
@@ -16,15 +19,6 @@ const STRESS_ITEMS: u64 = if cfg!(miri) { 200 } else { 1_000_000 };
 /// nodes in flight, so that the caches reach a steady state and nodes really
 /// circulate between threads.
 const WINDOW: u64 = if cfg!(miri) { 16 } else { 256 };
-
-/// Drops are counted here, per test (each test owns its counter).
-struct Counted<'a>(&'a AtomicUsize);
-
-impl Drop for Counted<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_add(1, Ordering::Relaxed);
-    }
-}
 
 #[test]
 fn smoke_fifo() {

@@ -2,6 +2,9 @@
 //!
 //! Sizes shrink under Miri (`cfg!(miri)`); a normal run takes a few seconds.
 
+mod common;
+use common::drops::Counted;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
 use std::thread;
@@ -10,15 +13,6 @@ use stepsched::mpsc::{Queue, TryPopError};
 
 /// Items each stress producer pushes.
 const STRESS_ITEMS: usize = if cfg!(miri) { 200 } else { 1_000_000 };
-
-/// Drops are counted here, per test (each test owns its counter).
-struct Counted<'a>(&'a AtomicUsize);
-
-impl Drop for Counted<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_add(1, Ordering::Relaxed);
-    }
-}
 
 #[test]
 fn smoke_fifo() {

@@ -11,15 +11,15 @@
 //! ```
 
 mod common;
-use common::wait_until;
+use common::{wait_until, Held};
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
 use stepsched::process::{Command, CommandError, Event, Process, ProcessError, StepOutput};
-use stepsched::sched::{CompleteError, Completer, Scheduler};
+use stepsched::sched::{CompleteError, JoinHandle, Scheduler};
 
 /// The commands; each kind has its own handler (or none, for `Unknown`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,9 +82,29 @@ struct Asker {
     commands: Vec<(u64, Cmd)>,
     pending: usize,
     got: Vec<(u64, Got)>,
-    closes: Arc<AtomicUsize>,
-    steps: Arc<AtomicUsize>,
-    messages: Arc<AtomicUsize>,
+    counts: Arc<Counts>,
+}
+
+/// What an `Asker` counts, shared with the test.
+#[derive(Default)]
+struct Counts {
+    closes: AtomicUsize,
+    steps: AtomicUsize,
+    messages: AtomicUsize,
+}
+
+impl Counts {
+    fn closes(&self) -> usize {
+        self.closes.load(Ordering::SeqCst)
+    }
+
+    fn steps(&self) -> usize {
+        self.steps.load(Ordering::SeqCst)
+    }
+
+    fn messages(&self) -> usize {
+        self.messages.load(Ordering::SeqCst)
+    }
 }
 
 impl Asker {
@@ -93,9 +113,7 @@ impl Asker {
             commands,
             pending: 0,
             got: Vec::new(),
-            closes: Arc::new(AtomicUsize::new(0)),
-            steps: Arc::new(AtomicUsize::new(0)),
-            messages: Arc::new(AtomicUsize::new(0)),
+            counts: Arc::default(),
         }
     }
 }
@@ -117,7 +135,7 @@ impl Process for Asker {
         events: &mut Vec<Event<Self>>,
         out: &mut StepOutput<'_, Self>,
     ) -> Result<(), String> {
-        self.steps.fetch_add(1, Ordering::SeqCst);
+        self.counts.steps.fetch_add(1, Ordering::SeqCst);
         for (tag, command) in self.commands.drain(..) {
             out.yield_command(tag, command);
             self.pending += 1;
@@ -129,7 +147,7 @@ impl Process for Asker {
                     self.pending -= 1;
                 }
                 Event::Message(()) => {
-                    self.messages.fetch_add(1, Ordering::SeqCst);
+                    self.counts.messages.fetch_add(1, Ordering::SeqCst);
                 }
                 other => return Err(format!("unexpected event {other:?}")),
             }
@@ -143,12 +161,9 @@ impl Process for Asker {
     }
 
     fn close(&mut self) {
-        self.closes.fetch_add(1, Ordering::SeqCst);
+        self.counts.closes.fetch_add(1, Ordering::SeqCst);
     }
 }
-
-/// Completers kept by the "hold" handler.
-type Held = Arc<Mutex<Vec<Completer<Asker>>>>;
 
 /// How `Completer::succeed` went for the "later" handler's threads.
 #[derive(Default)]
@@ -157,8 +172,7 @@ struct LaterLog {
     refused: AtomicUsize,
 }
 
-fn scheduler(held: &Held, log: &Arc<LaterLog>) -> Scheduler<Asker> {
-    let held = Arc::clone(held);
+fn scheduler(held: &Held<Asker>, log: &Arc<LaterLog>) -> Scheduler<Asker> {
     let log = Arc::clone(log);
     Scheduler::<Asker>::builder()
         .workers(2)
@@ -182,57 +196,70 @@ fn scheduler(held: &Held, log: &Arc<LaterLog>) -> Scheduler<Asker> {
         })
         .handler("drop", |_, completer| drop(completer))
         .handler("panic", |_, _completer| panic!("handler exploded"))
-        .handler("hold", move |_, completer| {
-            held.lock().unwrap().push(completer)
-        })
+        .handler("hold", held.handler())
         .build()
         .unwrap()
 }
 
-fn setup() -> (Scheduler<Asker>, Held, Arc<LaterLog>) {
+fn setup() -> (Scheduler<Asker>, Held<Asker>, Arc<LaterLog>) {
     let held = Held::default();
     let log = Arc::new(LaterLog::default());
     (scheduler(&held, &log), held, log)
 }
 
-#[test]
-fn an_unknown_command_completes_its_tag_with_unknown_command() {
+/// Submits an `Asker` with these commands.
+fn ask(scheduler: &Scheduler<Asker>, commands: Vec<(u64, Cmd)>) -> JoinHandle<Asker> {
+    ask_counted(scheduler, commands).0
+}
+
+/// Submits an `Asker` with these commands; returns its counts too.
+fn ask_counted(
+    scheduler: &Scheduler<Asker>,
+    commands: Vec<(u64, Cmd)>,
+) -> (JoinHandle<Asker>, Arc<Counts>) {
+    let asker = Asker::new(commands);
+    let counts = Arc::clone(&asker.counts);
+    (scheduler.submit_joinable(asker, "ask", ()).unwrap(), counts)
+}
+
+/// One `Asker` with `commands` on a fresh scheduler must finish with
+/// `expected`.
+fn assert_completions(commands: Vec<(u64, Cmd)>, expected: Vec<(u64, Got)>) {
     let (scheduler, _, _) = setup();
-    let asker = scheduler
-        .submit_joinable(Asker::new(vec![(42, Cmd::Unknown)]), "ask", ())
-        .unwrap();
-    assert_eq!(asker.join(), Ok(vec![(42, Got::UnknownCommand("unknown"))]));
+    let asker = ask(&scheduler, commands);
+    assert_eq!(asker.join(), Ok(expected));
     scheduler.shutdown(Duration::from_secs(1));
 }
 
 #[test]
-fn a_handler_completing_inline_replies_to_the_same_tag() {
-    let (scheduler, _, _) = setup();
-    let asker = Asker::new(vec![(3, Cmd::Inline(10)), (9, Cmd::Inline(20))]);
-    let asker = scheduler.submit_joinable(asker, "ask", ()).unwrap();
-    assert_eq!(
-        asker.join(),
-        Ok(vec![(3, Got::Reply(20)), (9, Got::Reply(40))])
+fn an_unknown_command_completes_its_tag_with_unknown_command() {
+    assert_completions(
+        vec![(42, Cmd::Unknown)],
+        vec![(42, Got::UnknownCommand("unknown"))],
     );
-    scheduler.shutdown(Duration::from_secs(1));
+}
+
+#[test]
+fn a_handler_completing_inline_replies_to_the_same_tag() {
+    assert_completions(
+        vec![(3, Cmd::Inline(10)), (9, Cmd::Inline(20))],
+        vec![(3, Got::Reply(20)), (9, Got::Reply(40))],
+    );
 }
 
 #[test]
 fn a_handler_completing_from_another_thread_10ms_later_reaches_the_process_with_its_tag() {
     let (scheduler, _, log) = setup();
-    let asker = Asker::new(vec![(7, Cmd::Later(21))]);
-    let steps = Arc::clone(&asker.steps);
-    let asker = scheduler.submit_joinable(asker, "ask", ()).unwrap();
+    let (asker, counts) = ask_counted(&scheduler, vec![(7, Cmd::Later(21))]);
     assert_eq!(asker.join(), Ok(vec![(7, Got::Reply(42))]));
     // The handler's thread counts after `succeed` returns, which may be just
     // after the woken process has already finished: give it a moment.
-    let deadline = std::time::Instant::now() + Duration::from_secs(5);
-    while log.ok.load(Ordering::SeqCst) == 0 && std::time::Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    wait_until("the handler's thread to count", || {
+        log.ok.load(Ordering::SeqCst) != 0
+    });
     assert_eq!(log.ok.load(Ordering::SeqCst), 1, "succeed() returned Ok");
     assert_eq!(
-        steps.load(Ordering::SeqCst),
+        counts.steps(),
         2,
         "one step to yield, one woken by the completion"
     );
@@ -250,9 +277,7 @@ fn many_processes_each_get_their_own_late_replies() {
                 (2, Cmd::Later(i + 1)),
                 (3, Cmd::Inline(i + 2)),
             ];
-            scheduler
-                .submit_joinable(Asker::new(commands), "ask", ())
-                .unwrap()
+            ask(&scheduler, commands)
         })
         .collect();
     for (i, handle) in handles.into_iter().enumerate() {
@@ -271,74 +296,54 @@ fn many_processes_each_get_their_own_late_replies() {
 
 #[test]
 fn a_handler_that_fails_completes_the_tag_with_failed() {
-    let (scheduler, _, _) = setup();
-    let asker = scheduler
-        .submit_joinable(Asker::new(vec![(5, Cmd::Fail)]), "ask", ())
-        .unwrap();
-    assert_eq!(asker.join(), Ok(vec![(5, Got::Failed("boom".to_owned()))]));
-    scheduler.shutdown(Duration::from_secs(1));
+    assert_completions(
+        vec![(5, Cmd::Fail)],
+        vec![(5, Got::Failed("boom".to_owned()))],
+    );
 }
 
 #[test]
 fn a_handler_that_drops_its_completer_completes_the_tag_with_dropped() {
-    let (scheduler, _, _) = setup();
-    let asker = scheduler
-        .submit_joinable(Asker::new(vec![(6, Cmd::Drop)]), "ask", ())
-        .unwrap();
-    assert_eq!(asker.join(), Ok(vec![(6, Got::Dropped)]));
-    scheduler.shutdown(Duration::from_secs(1));
+    assert_completions(vec![(6, Cmd::Drop)], vec![(6, Got::Dropped)]);
 }
 
 #[test]
 fn every_tag_of_a_mixed_batch_completes_exactly_once() {
-    let (scheduler, _, _) = setup();
-    let commands = vec![
-        (10, Cmd::Inline(1)),
-        (11, Cmd::Later(2)),
-        (12, Cmd::Fail),
-        (13, Cmd::Drop),
-        (14, Cmd::Unknown),
-    ];
-    let asker = scheduler
-        .submit_joinable(Asker::new(commands), "ask", ())
-        .unwrap();
-    assert_eq!(
-        asker.join(),
-        Ok(vec![
+    assert_completions(
+        vec![
+            (10, Cmd::Inline(1)),
+            (11, Cmd::Later(2)),
+            (12, Cmd::Fail),
+            (13, Cmd::Drop),
+            (14, Cmd::Unknown),
+        ],
+        vec![
             (10, Got::Reply(2)),
             (11, Got::Reply(4)),
             (12, Got::Failed("boom".to_owned())),
             (13, Got::Dropped),
             (14, Got::UnknownCommand("unknown")),
-        ])
+        ],
     );
-    scheduler.shutdown(Duration::from_secs(1));
 }
 
 #[test]
 fn a_panicking_handler_ends_its_process_with_panicked_and_others_go_on() {
     let (scheduler, _, _) = setup();
-    let victim = Asker::new(vec![
-        (1, Cmd::Inline(1)),
-        (2, Cmd::Panic),
-        (3, Cmd::Later(3)),
-    ]);
-    let closes = Arc::clone(&victim.closes);
-    let victim = scheduler.submit_joinable(victim, "ask", ()).unwrap();
+    let (victim, counts) = ask_counted(
+        &scheduler,
+        vec![(1, Cmd::Inline(1)), (2, Cmd::Panic), (3, Cmd::Later(3))],
+    );
     match victim.join() {
         Err(ProcessError::Panicked(msg)) => {
             assert!(msg.contains("handler exploded"), "message: {msg:?}")
         }
         other => panic!("expected Panicked, got {other:?}"),
     }
-    assert_eq!(closes.load(Ordering::SeqCst), 1, "close ran once");
+    assert_eq!(counts.closes(), 1, "close ran once");
     // The workers and other processes go on.
     let handles: Vec<_> = (0..50)
-        .map(|i| {
-            scheduler
-                .submit_joinable(Asker::new(vec![(0, Cmd::Inline(i))]), "ask", ())
-                .unwrap()
-        })
+        .map(|i| ask(&scheduler, vec![(0, Cmd::Inline(i))]))
         .collect();
     for (i, handle) in handles.into_iter().enumerate() {
         assert_eq!(handle.join(), Ok(vec![(0, Got::Reply(2 * i as u64))]));
@@ -350,17 +355,15 @@ fn a_panicking_handler_ends_its_process_with_panicked_and_others_go_on() {
 #[test]
 fn completing_after_the_process_was_terminated_hands_the_result_back() {
     let (scheduler, held, _) = setup();
-    let asker = Asker::new(vec![(8, Cmd::Hold)]);
-    let (closes, steps) = (Arc::clone(&asker.closes), Arc::clone(&asker.steps));
-    let asker = scheduler.submit_joinable(asker, "ask", ()).unwrap();
-    wait_until("the command to be held", || held.lock().unwrap().len() == 1);
-    let completer = held.lock().unwrap().pop().unwrap();
+    let (asker, counts) = ask_counted(&scheduler, vec![(8, Cmd::Hold)]);
+    held.wait_for("the command to be held", 1);
+    let completer = held.lock().pop().unwrap();
     assert_eq!((completer.pid(), completer.tag()), (asker.pid(), 8));
 
     scheduler.terminate(asker.pid()).unwrap();
     assert_eq!(asker.join(), Err(ProcessError::Terminated));
-    assert_eq!(steps.load(Ordering::SeqCst), 1, "no step after terminate");
-    assert_eq!(closes.load(Ordering::SeqCst), 1, "close ran once");
+    assert_eq!(counts.steps(), 1, "no step after terminate");
+    assert_eq!(counts.closes(), 1, "close ran once");
 
     match completer.complete(Ok(5)) {
         Err(CompleteError::Finished(result)) => assert_eq!(result.ok(), Some(5)),
@@ -374,13 +377,9 @@ fn completing_after_the_process_was_terminated_hands_the_result_back() {
 #[test]
 fn a_held_completer_completed_later_from_the_test_thread_wakes_the_process() {
     let (scheduler, held, _) = setup();
-    let asker = scheduler
-        .submit_joinable(Asker::new(vec![(4, Cmd::Hold), (5, Cmd::Hold)]), "ask", ())
-        .unwrap();
-    wait_until("both commands to be held", || {
-        held.lock().unwrap().len() == 2
-    });
-    let completers: Vec<_> = held.lock().unwrap().drain(..).collect();
+    let asker = ask(&scheduler, vec![(4, Cmd::Hold), (5, Cmd::Hold)]);
+    held.wait_for("both commands to be held", 2);
+    let completers: Vec<_> = held.lock().drain(..).collect();
     for completer in completers {
         let tag = completer.tag();
         if tag == 4 {
@@ -402,26 +401,16 @@ fn a_held_completer_completed_later_from_the_test_thread_wakes_the_process() {
 #[test]
 fn messages_do_not_wake_a_process_waiting_for_a_completion_but_reach_its_next_step() {
     let (scheduler, held, _) = setup();
-    let asker = Asker::new(vec![(1, Cmd::Hold)]);
-    let (steps, messages) = (Arc::clone(&asker.steps), Arc::clone(&asker.messages));
-    let asker = scheduler.submit_joinable(asker, "ask", ()).unwrap();
-    wait_until("the command to be held", || held.lock().unwrap().len() == 1);
+    let (asker, counts) = ask_counted(&scheduler, vec![(1, Cmd::Hold)]);
+    held.wait_for("the command to be held", 1);
     scheduler.send(asker.pid(), ()).unwrap();
     scheduler.send(asker.pid(), ()).unwrap();
     thread::sleep(Duration::from_millis(50));
-    assert_eq!(
-        steps.load(Ordering::SeqCst),
-        1,
-        "messages must not wake a Wait"
-    );
-    let completer = held.lock().unwrap().pop().unwrap();
+    assert_eq!(counts.steps(), 1, "messages must not wake a Wait");
+    let completer = held.lock().pop().unwrap();
     completer.succeed(9).unwrap();
     assert_eq!(asker.join(), Ok(vec![(1, Got::Reply(9))]));
-    assert_eq!(steps.load(Ordering::SeqCst), 2);
-    assert_eq!(
-        messages.load(Ordering::SeqCst),
-        2,
-        "both messages reached step 2"
-    );
+    assert_eq!(counts.steps(), 2);
+    assert_eq!(counts.messages(), 2, "both messages reached step 2");
     scheduler.shutdown(Duration::from_secs(1));
 }

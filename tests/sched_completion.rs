@@ -18,7 +18,7 @@ use std::thread;
 use std::time::Duration;
 
 use stepsched::process::{Event, NoCommand, Pid, Process, SpawnError, Status, StepOutput};
-use stepsched::sched::Scheduler;
+use stepsched::sched::{JoinHandle, Scheduler};
 
 /// The function every `Square` process computes.
 fn f(x: u64) -> u64 {
@@ -77,6 +77,18 @@ impl Process for Square {
     fn close(&mut self) {
         self.closes.fetch_add(1, Ordering::Relaxed);
     }
+}
+
+/// Submits a joinable `Square` of `x` that takes `extra` steps first.
+fn start_square(
+    scheduler: &Scheduler<Square>,
+    extra: u32,
+    closes: &Arc<AtomicUsize>,
+    x: u64,
+) -> JoinHandle<Square> {
+    scheduler
+        .submit_joinable(Square::new(extra, closes), "square", x)
+        .unwrap()
 }
 
 #[test]
@@ -157,11 +169,7 @@ fn joinable_processes_each_return_their_own_result() {
     let closes = Arc::new(AtomicUsize::new(0));
     let scheduler = Scheduler::builder().workers(2).build().unwrap();
     let handles: Vec<_> = (0..5_000u64)
-        .map(|x| {
-            scheduler
-                .submit_joinable(Square::new((x % 3) as u32, &closes), "square", x)
-                .unwrap()
-        })
+        .map(|x| start_square(&scheduler, (x % 3) as u32, &closes, x))
         .collect();
     for (x, handle) in handles.into_iter().enumerate() {
         let x = x as u64;
@@ -305,11 +313,7 @@ fn stats_count_every_step_and_every_process_exactly() {
     assert_eq!(before.total().steps, 0);
     assert_eq!(before.workers.len(), 2);
     let handles: Vec<_> = (0..N)
-        .map(|x| {
-            scheduler
-                .submit_joinable(Square::new(STEPS - 1, &closes), "square", x)
-                .unwrap()
-        })
+        .map(|x| start_square(&scheduler, STEPS - 1, &closes, x))
         .collect();
     for handle in handles {
         assert!(handle.join().is_ok());
@@ -378,6 +382,13 @@ impl Process for Holder {
     }
 }
 
+/// Submits a joinable `Holder` with `marker` on method "hold".
+fn start_holder(scheduler: &Scheduler<Holder>, marker: u64) -> JoinHandle<Holder> {
+    scheduler
+        .submit_joinable(Holder { marker }, "hold", ())
+        .unwrap()
+}
+
 #[test]
 fn max_processes_refuses_submits_and_spawns_beyond_the_limit_and_hands_them_back() {
     let scheduler = Scheduler::builder()
@@ -385,13 +396,7 @@ fn max_processes_refuses_submits_and_spawns_beyond_the_limit_and_hands_them_back
         .max_processes(3)
         .build()
         .unwrap();
-    let held: Vec<_> = (0..3)
-        .map(|i| {
-            scheduler
-                .submit_joinable(Holder { marker: i }, "hold", ())
-                .unwrap()
-        })
-        .collect();
+    let held: Vec<_> = (0..3).map(|i| start_holder(&scheduler, i)).collect();
     assert_eq!(scheduler.live(), 3);
     match scheduler.submit(Holder { marker: 42 }, "hold", ()) {
         Err(SpawnError::AtCapacity(p)) => assert_eq!(p.marker, 42),
@@ -439,9 +444,7 @@ fn thread_hooks_run_once_per_worker_with_its_index_on_its_named_thread() {
     };
     assert_eq!(scheduler.workers(), WORKERS);
     let closes = Arc::new(AtomicUsize::new(0));
-    let handle = scheduler
-        .submit_joinable(Square::new(0, &closes), "square", 3)
-        .unwrap();
+    let handle = start_square(&scheduler, 0, &closes, 3);
     assert_eq!(handle.join(), Ok((3, 10)));
     scheduler.shutdown(Duration::from_secs(1));
     let expected: Vec<_> = (0..WORKERS)
@@ -458,9 +461,7 @@ fn thread_hooks_run_once_per_worker_with_its_index_on_its_named_thread() {
 #[test]
 fn join_timeout_hands_the_handle_back_until_the_process_ends() {
     let scheduler = Scheduler::builder().workers(2).build().unwrap();
-    let handle = scheduler
-        .submit_joinable(Holder { marker: 1 }, "hold", ())
-        .unwrap();
+    let handle = start_holder(&scheduler, 1);
     let pid = handle.pid();
     let handle = match handle.join_timeout(Duration::from_millis(20)) {
         Err(handle) => handle,
@@ -577,11 +578,7 @@ fn hundred_thousand_live_processes_submitted_from_four_threads_each_get_their_ow
             let scheduler = Arc::clone(&scheduler);
             thread::spawn(move || {
                 (0..PER_THREAD)
-                    .map(|_| {
-                        scheduler
-                            .submit_joinable(Holder { marker: 0 }, "hold", ())
-                            .unwrap()
-                    })
+                    .map(|_| start_holder(&scheduler, 0))
                     .collect::<Vec<_>>()
             })
         })

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use stepsched::process::{Event, NoCommand, Process, ProcessError, SpawnError, Status, StepOutput};
-use stepsched::sched::Scheduler;
+use stepsched::sched::{JoinHandle, Scheduler};
 
 /// What a `Fragile` process does once started; chosen by the method name
 /// (methods "panic_in_init" and "fail_in_init" never start).
@@ -122,16 +122,35 @@ impl Process for Fragile {
     }
 }
 
-fn scheduler() -> Scheduler<Fragile> {
-    Scheduler::builder().workers(2).build().unwrap()
+/// A scheduler and the close counter for its processes.
+fn setup() -> (Scheduler<Fragile>, Arc<AtomicUsize>) {
+    let scheduler = Scheduler::builder().workers(2).build().unwrap();
+    (scheduler, Arc::new(AtomicUsize::new(0)))
+}
+
+/// Submits a joinable `Fragile` process on `method` with `input`.
+fn start(
+    scheduler: &Scheduler<Fragile>,
+    closes: &Arc<AtomicUsize>,
+    method: &str,
+    input: u64,
+) -> JoinHandle<Fragile> {
+    scheduler
+        .submit_joinable(Fragile::new(closes), method, input)
+        .unwrap()
+}
+
+/// A new process still runs to completion on `scheduler`.
+fn assert_still_runs(scheduler: &Scheduler<Fragile>, closes: &Arc<AtomicUsize>, input: u64) {
+    let after = start(scheduler, closes, "succeed", input);
+    assert_eq!(after.join(), Ok(format!("done {input}")));
 }
 
 #[test]
 fn a_panicking_step_ends_only_its_process_with_the_panic_text() {
     const GOOD: u64 = 300;
     const BAD: u64 = 30;
-    let closes = Arc::new(AtomicUsize::new(0));
-    let scheduler = scheduler();
+    let (scheduler, closes) = setup();
     let handles: Vec<_> = (0..GOOD + BAD)
         .map(|i| {
             let method = if i % 11 == 0 && i / 11 < BAD {
@@ -139,10 +158,7 @@ fn a_panicking_step_ends_only_its_process_with_the_panic_text() {
             } else {
                 "succeed"
             };
-            let handle = scheduler
-                .submit_joinable(Fragile::new(&closes), method, i)
-                .unwrap();
-            (i, method, handle)
+            (i, method, start(&scheduler, &closes, method, i))
         })
         .collect();
     let mut panicked = 0;
@@ -166,18 +182,14 @@ fn a_panicking_step_ends_only_its_process_with_the_panic_text() {
         "close once each"
     );
     // The scheduler still runs new work on both workers.
-    let after = scheduler
-        .submit_joinable(Fragile::new(&closes), "succeed", 7)
-        .unwrap();
-    assert_eq!(after.join(), Ok("done 7".to_owned()));
+    assert_still_runs(&scheduler, &closes, 7);
     let report = scheduler.shutdown(Duration::from_secs(1));
     assert_eq!((report.cancelled, report.stuck), (0, 0));
 }
 
 #[test]
 fn a_panicking_init_refuses_the_submit_and_hands_the_process_back() {
-    let closes = Arc::new(AtomicUsize::new(0));
-    let scheduler = scheduler();
+    let (scheduler, closes) = setup();
     let process = Fragile {
         tag: "mine",
         ..Fragile::new(&closes)
@@ -191,10 +203,7 @@ fn a_panicking_init_refuses_the_submit_and_hands_the_process_back() {
     }
     assert_eq!(scheduler.live(), 0);
     // The submitting thread and the scheduler are fine.
-    let ok = scheduler
-        .submit_joinable(Fragile::new(&closes), "succeed", 1)
-        .unwrap();
-    assert_eq!(ok.join(), Ok("done 1".to_owned()));
+    assert_still_runs(&scheduler, &closes, 1);
     scheduler.shutdown(Duration::from_secs(1));
     assert_eq!(
         closes.load(Ordering::SeqCst),
@@ -205,8 +214,7 @@ fn a_panicking_init_refuses_the_submit_and_hands_the_process_back() {
 
 #[test]
 fn a_failing_init_refuses_the_submit_with_its_error() {
-    let closes = Arc::new(AtomicUsize::new(0));
-    let scheduler = scheduler();
+    let (scheduler, closes) = setup();
     match scheduler.submit(Fragile::new(&closes), "fail_in_init", 4) {
         Err(e @ SpawnError::Init(_, ProcessError::Failed(_))) => {
             assert!(e.to_string().contains("init refused 4"), "{e}");
@@ -220,11 +228,8 @@ fn a_failing_init_refuses_the_submit_with_its_error() {
 
 #[test]
 fn a_panicking_init_of_a_spawned_child_is_reported_to_the_parent_step() {
-    let closes = Arc::new(AtomicUsize::new(0));
-    let scheduler = scheduler();
-    let parent = scheduler
-        .submit_joinable(Fragile::new(&closes), "spawn_panicking_child", 0)
-        .unwrap();
+    let (scheduler, closes) = setup();
+    let parent = start(&scheduler, &closes, "spawn_panicking_child", 0);
     let outcome = parent.join().unwrap();
     assert!(outcome.starts_with("child: "), "{outcome}");
     assert!(outcome.contains("init exploded 99"), "{outcome}");
@@ -234,11 +239,8 @@ fn a_panicking_init_of_a_spawned_child_is_reported_to_the_parent_step() {
 
 #[test]
 fn a_panicking_close_turns_the_outcome_into_panicked() {
-    let closes = Arc::new(AtomicUsize::new(0));
-    let scheduler = scheduler();
-    let handle = scheduler
-        .submit_joinable(Fragile::new(&closes), "panic_in_close", 5)
-        .unwrap();
+    let (scheduler, closes) = setup();
+    let handle = start(&scheduler, &closes, "panic_in_close", 5);
     match handle.join() {
         Err(ProcessError::Panicked(msg)) => {
             assert!(msg.contains("close exploded 5"), "message: {msg:?}")
@@ -246,20 +248,14 @@ fn a_panicking_close_turns_the_outcome_into_panicked() {
         other => panic!("expected Panicked, got {other:?}"),
     }
     assert_eq!(closes.load(Ordering::SeqCst), 1);
-    let after = scheduler
-        .submit_joinable(Fragile::new(&closes), "succeed", 6)
-        .unwrap();
-    assert_eq!(after.join(), Ok("done 6".to_owned()));
+    assert_still_runs(&scheduler, &closes, 6);
     scheduler.shutdown(Duration::from_secs(1));
 }
 
 #[test]
 fn a_step_error_ends_the_process_with_failed_and_close_runs_once() {
-    let closes = Arc::new(AtomicUsize::new(0));
-    let scheduler = scheduler();
-    let handle = scheduler
-        .submit_joinable(Fragile::new(&closes), "fail_in_step", 8)
-        .unwrap();
+    let (scheduler, closes) = setup();
+    let handle = start(&scheduler, &closes, "fail_in_step", 8);
     assert_eq!(
         handle.join(),
         Err(ProcessError::Failed("step refused 8".to_owned()))
@@ -291,11 +287,7 @@ fn outcomes_reach_on_complete_once_per_process_however_it_ended() {
     let methods = ["succeed", "panic_in_step", "panic_in_close", "fail_in_step"];
     let handles: Vec<_> = methods
         .iter()
-        .map(|m| {
-            scheduler
-                .submit_joinable(Fragile::new(&closes), m, 0)
-                .unwrap()
-        })
+        .map(|m| start(&scheduler, &closes, m, 0))
         .collect();
     let pids: Vec<_> = handles.iter().map(|h| h.pid()).collect();
     for handle in handles {

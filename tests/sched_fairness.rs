@@ -13,13 +13,16 @@
 //! cargo test --release --test sched_fairness
 //! ```
 
+mod common;
+use common::wait_until;
+
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use stepsched::process::{Event, NoCommand, Pid, Process, Status, StepOutput};
-use stepsched::sched::Scheduler;
+use stepsched::sched::{JoinHandle, Scheduler};
 
 /// One test at a time in this file.
 fn serial() -> MutexGuard<'static, ()> {
@@ -107,16 +110,10 @@ impl Process for Job {
             Role::Parent { short, long_ms } => {
                 *board.parent_worker.lock().unwrap() = Some(worker_index());
                 for _ in 0..short {
-                    let child = Job {
-                        role: Role::Short,
-                        board: Arc::clone(board),
-                    };
+                    let child = job(Role::Short, board);
                     out.spawn(child, "short", ()).map_err(|e| e.to_string())?;
                 }
-                let long = Job {
-                    role: Role::Long { ms: long_ms },
-                    board: Arc::clone(board),
-                };
+                let long = job(Role::Long { ms: long_ms }, board);
                 out.spawn(long, "long", ()).map_err(|e| e.to_string())?;
                 out.done(0);
             }
@@ -180,6 +177,60 @@ fn job(role: Role, board: &Arc<Board>) -> Job {
     }
 }
 
+/// Submits a joinable process in `role` on `method`.
+fn start(
+    scheduler: &Scheduler<Job>,
+    role: Role,
+    board: &Arc<Board>,
+    method: &str,
+) -> JoinHandle<Job> {
+    scheduler
+        .submit_joinable(job(role, board), method, ())
+        .unwrap()
+}
+
+/// Submits `n` spinners, indexed from 0.
+fn start_spinners(
+    scheduler: &Scheduler<Job>,
+    board: &Arc<Board>,
+    n: usize,
+) -> Vec<JoinHandle<Job>> {
+    (0..n)
+        .map(|i| start(scheduler, Role::Spinner(i), board, "spin"))
+        .collect()
+}
+
+/// Yields until `done` holds, failing with `what` once `limit` has passed.
+fn spin_until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !done() {
+        assert!(Instant::now() < deadline, "{what}");
+        thread::yield_now();
+    }
+}
+
+/// Submits ten short processes, one at a time: each must finish within
+/// 10 s, or the test fails with `starved` (after the round number).
+fn late_short_processes_finish(scheduler: &Scheduler<Job>, board: &Arc<Board>, starved: &str) {
+    for round in 0..10 {
+        let late = start(scheduler, Role::Short, board, "short");
+        match late.join_timeout(Duration::from_secs(10)) {
+            Ok(outcome) => assert_eq!(outcome, Ok(1)),
+            Err(_) => panic!("round {round}: {starved}"),
+        }
+    }
+}
+
+/// Sends 5 to `waiter`, which must finish with it within 10 s, or the test
+/// fails with `starved`.
+fn wake_waiter(scheduler: &Scheduler<Job>, waiter: JoinHandle<Job>, starved: &str) {
+    scheduler.send(waiter.pid(), 5).unwrap();
+    match waiter.join_timeout(Duration::from_secs(10)) {
+        Ok(outcome) => assert_eq!(outcome, Ok(5)),
+        Err(_) => panic!("{starved}"),
+    }
+}
+
 /// A scheduler whose `on_complete` hook counts short processes and notes
 /// how many had completed when the long one did.
 fn scheduler(workers: usize, board: &Arc<Board>) -> Scheduler<Job> {
@@ -216,20 +267,12 @@ fn a_200ms_step_does_not_delay_1000_short_processes_queued_behind_it_on_its_work
             short: SHORT,
             long_ms: 200,
         };
-        let parent = scheduler
-            .submit_joinable(job(parent, &board), "parent", ())
-            .unwrap();
+        let parent = start(&scheduler, parent, &board, "parent");
         assert_eq!(parent.join(), Ok(0));
-        let deadline = std::time::Instant::now() + Duration::from_secs(60);
-        while board.short_done_before_long.lock().unwrap().is_none()
-            || board.short_done.load(Ordering::SeqCst) < SHORT
-        {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "the processes never finished"
-            );
-            thread::sleep(Duration::from_millis(5));
-        }
+        wait_until("the processes to finish", || {
+            board.short_done_before_long.lock().unwrap().is_some()
+                && board.short_done.load(Ordering::SeqCst) >= SHORT
+        });
         let before_long = board.short_done_before_long.lock().unwrap().unwrap();
         let long_worker = board.long_worker.lock().unwrap().unwrap();
         let parent_worker = board.parent_worker.lock().unwrap().unwrap();
@@ -264,35 +307,21 @@ fn spinners_do_not_starve(workers: usize) {
     let _turn = serial();
     let board = Arc::new(Board::default());
     let scheduler = scheduler(workers, &board);
-    let spinners: Vec<_> = (0..SPINNERS)
-        .map(|i| {
-            scheduler
-                .submit_joinable(job(Role::Spinner(i), &board), "spin", ())
-                .unwrap()
-        })
-        .collect();
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while board.spins.load(Ordering::Relaxed) < 10 * SPINNERS {
-        assert!(std::time::Instant::now() < deadline, "spinners never ran");
-        thread::yield_now();
-    }
-    let waiter = scheduler
-        .submit_joinable(job(Role::Waiter, &board), "wait", ())
-        .unwrap();
-    for round in 0..10 {
-        let late = scheduler
-            .submit_joinable(job(Role::Short, &board), "short", ())
-            .unwrap();
-        match late.join_timeout(Duration::from_secs(10)) {
-            Ok(outcome) => assert_eq!(outcome, Ok(1)),
-            Err(_) => panic!("round {round}: starved by {SPINNERS} continuing processes"),
-        }
-    }
-    scheduler.send(waiter.pid(), 5).unwrap();
-    match waiter.join_timeout(Duration::from_secs(10)) {
-        Ok(outcome) => assert_eq!(outcome, Ok(5)),
-        Err(_) => panic!("a woken process starved by {SPINNERS} continuing processes"),
-    }
+    let spinners = start_spinners(&scheduler, &board, SPINNERS);
+    spin_until("spinners never ran", Duration::from_secs(30), || {
+        board.spins.load(Ordering::Relaxed) >= 10 * SPINNERS
+    });
+    let waiter = start(&scheduler, Role::Waiter, &board, "wait");
+    late_short_processes_finish(
+        &scheduler,
+        &board,
+        &format!("starved by {SPINNERS} continuing processes"),
+    );
+    wake_waiter(
+        &scheduler,
+        waiter,
+        &format!("a woken process starved by {SPINNERS} continuing processes"),
+    );
     assert!(
         board.spins.load(Ordering::Relaxed) > 10 * SPINNERS,
         "the spinners kept running meanwhile"
@@ -320,18 +349,10 @@ fn continuing_processes_on_one_worker_take_turns_round_robin() {
     let _turn = serial();
     let board = Arc::new(Board::default());
     let scheduler = scheduler(1, &board);
-    let spinners: Vec<_> = (0..SPINNERS)
-        .map(|i| {
-            scheduler
-                .submit_joinable(job(Role::Spinner(i), &board), "spin", ())
-                .unwrap()
-        })
-        .collect();
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while board.spins.load(Ordering::Relaxed) < 1_000 * SPINNERS {
-        assert!(std::time::Instant::now() < deadline, "spinners never ran");
-        thread::yield_now();
-    }
+    let spinners = start_spinners(&scheduler, &board, SPINNERS);
+    spin_until("spinners never ran", Duration::from_secs(30), || {
+        board.spins.load(Ordering::Relaxed) >= 1_000 * SPINNERS
+    });
     board.stop.store(true, Ordering::Relaxed);
     for spinner in spinners {
         match spinner.join_timeout(Duration::from_secs(10)) {
@@ -362,49 +383,30 @@ fn busy_worker_does_not_starve(busy: Role, woken: bool) {
     let board = Arc::new(Board::default());
     let scheduler = scheduler(1, &board);
     let bouncers = matches!(busy, Role::Bouncer);
-    let waiter = scheduler
-        .submit_joinable(job(Role::Waiter, &board), "wait", ())
-        .unwrap();
+    let waiter = start(&scheduler, Role::Waiter, &board, "wait");
     let waiter_pid = waiter.pid();
     while !board.waiter_stepped.load(Ordering::SeqCst) {
         thread::yield_now();
     }
-    let first = scheduler
-        .submit_joinable(job(busy, &board), "busy", ())
-        .unwrap();
+    let first = start(&scheduler, busy, &board, "busy");
     let second = if bouncers {
-        let b = scheduler
-            .submit_joinable(job(Role::Bouncer, &board), "busy", ())
-            .unwrap();
+        let b = start(&scheduler, Role::Bouncer, &board, "busy");
         scheduler.send(first.pid(), b.pid().into_raw()).unwrap();
         Some(b)
     } else {
         None
     };
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while board.spins.load(Ordering::Relaxed) < 1_000 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the busy work never ran"
-        );
-        thread::yield_now();
-    }
+    spin_until("the busy work never ran", Duration::from_secs(30), || {
+        board.spins.load(Ordering::Relaxed) >= 1_000
+    });
     if woken {
-        scheduler.send(waiter_pid, 5).unwrap();
-        match waiter.join_timeout(Duration::from_secs(10)) {
-            Ok(outcome) => assert_eq!(outcome, Ok(5)),
-            Err(_) => panic!("a process woken from outside was starved"),
-        }
+        wake_waiter(
+            &scheduler,
+            waiter,
+            "a process woken from outside was starved",
+        );
     } else {
-        for round in 0..10 {
-            let late = scheduler
-                .submit_joinable(job(Role::Short, &board), "short", ())
-                .unwrap();
-            match late.join_timeout(Duration::from_secs(10)) {
-                Ok(outcome) => assert_eq!(outcome, Ok(1)),
-                Err(_) => panic!("round {round}: a submitted process was starved"),
-            }
-        }
+        late_short_processes_finish(&scheduler, &board, "a submitted process was starved");
     }
     let before_stop = board.spins.load(Ordering::Relaxed);
     board.stop.store(true, Ordering::Relaxed);
@@ -453,26 +455,17 @@ fn a_chain_of_spawns_filling_the_local_deque_does_not_starve_a_continuing_proces
     let _turn = serial();
     let board = Arc::new(Board::default());
     let scheduler = scheduler(1, &board);
-    let spinner = scheduler
-        .submit_joinable(job(Role::Spinner(0), &board), "spin", ())
-        .unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while board.per_spinner[0].load(Ordering::Relaxed) < 10 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the spinner never ran"
-        );
-        thread::yield_now();
-    }
-    let chain = scheduler
-        .submit_joinable(job(Role::Chain, &board), "chain", ())
-        .unwrap();
+    let spinner = start(&scheduler, Role::Spinner(0), &board, "spin");
+    spin_until("the spinner never ran", Duration::from_secs(30), || {
+        board.per_spinner[0].load(Ordering::Relaxed) >= 10
+    });
+    let chain = start(&scheduler, Role::Chain, &board, "chain");
     assert_eq!(chain.join(), Ok(2), "the first link ran");
     let spins_then = board.per_spinner[0].load(Ordering::Relaxed);
     let links_then = board.spins.load(Ordering::Relaxed);
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let deadline = Instant::now() + Duration::from_secs(10);
     let mut starved = true;
-    while std::time::Instant::now() < deadline {
+    while Instant::now() < deadline {
         if board.per_spinner[0].load(Ordering::Relaxed) >= spins_then + 10 {
             starved = false;
             break;

@@ -19,7 +19,7 @@ use std::thread;
 use std::time::Duration;
 
 use stepsched::process::{Event, NoCommand, Pid, Process, StepOutput};
-use stepsched::sched::{Scheduler, SendError, TerminateError};
+use stepsched::sched::{JoinHandle, Scheduler, SendError, TerminateError};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Msg {
@@ -204,6 +204,38 @@ fn scheduler(workers: usize) -> Scheduler<Node> {
     Scheduler::builder().workers(workers).build().unwrap()
 }
 
+/// Submits a joinable `Echo` process.
+fn start_echo(scheduler: &Scheduler<Node>) -> JoinHandle<Node> {
+    scheduler
+        .submit_joinable(Node::new(Role::Echo), "echo", ())
+        .unwrap()
+}
+
+/// Sends `value` to the `Echo` process `echo`, which must finish with it.
+fn finish_echo(scheduler: &Scheduler<Node>, echo: JoinHandle<Node>, value: u64) {
+    scheduler.send(echo.pid(), Msg::Value(value)).unwrap();
+    assert_eq!(echo.join(), Ok(value));
+}
+
+/// Runs an `Echo` process to its end with `value` and waits until its slot
+/// is freed; returns its PID, now stale.
+fn finished_echo(scheduler: &Scheduler<Node>, value: u64) -> Pid {
+    let echo = start_echo(scheduler);
+    let pid = echo.pid();
+    finish_echo(scheduler, echo, value);
+    wait_until("the slot to be freed", || scheduler.live() == 0);
+    pid
+}
+
+/// A send of `Value(value)` to `pid` is refused as `NoSuchProcess`, with
+/// the message handed back.
+fn assert_no_such_process(scheduler: &Scheduler<Node>, pid: Pid, value: u64) {
+    match scheduler.send(pid, Msg::Value(value)) {
+        Err(SendError::NoSuchProcess(m)) => assert_eq!(m, Msg::Value(value)),
+        other => panic!("expected NoSuchProcess, got {other:?}"),
+    }
+}
+
 /// 100k numbered messages each way between two processes, up to `window`
 /// in flight per direction; each side checks the other's numbers arrive
 /// strictly consecutively.
@@ -287,9 +319,7 @@ fn a_burst_sent_from_one_step_arrives_in_order() {
 #[test]
 fn send_to_a_pid_never_issued_is_refused_as_no_such_process_with_the_message() {
     let scheduler = scheduler(2);
-    let echo = scheduler
-        .submit_joinable(Node::new(Role::Echo), "echo", ())
-        .unwrap();
+    let echo = start_echo(&scheduler);
     let live = echo.pid();
 
     // An index whose table page was never allocated.
@@ -300,16 +330,10 @@ fn send_to_a_pid_never_issued_is_refused_as_no_such_process_with_the_message() {
     }
     // A live slot, but a generation it has not reached yet.
     let future = Pid::from_raw(u64::from(live.generation() + 5) << 32 | u64::from(live.index()));
-    match scheduler.send(future, Msg::Value(2)) {
-        Err(SendError::NoSuchProcess(m)) => assert_eq!(m, Msg::Value(2)),
-        other => panic!("expected NoSuchProcess, got {other:?}"),
-    }
+    assert_no_such_process(&scheduler, future, 2);
     // An index in an allocated page that no process has used.
     let unused = Pid::from_raw(u64::from(live.index() + 7));
-    match scheduler.send(unused, Msg::Value(3)) {
-        Err(SendError::NoSuchProcess(m)) => assert_eq!(m, Msg::Value(3)),
-        other => panic!("expected NoSuchProcess, got {other:?}"),
-    }
+    assert_no_such_process(&scheduler, unused, 3);
     assert_eq!(scheduler.terminate(far), Err(TerminateError::NoSuchProcess));
     assert_eq!(
         scheduler.terminate(future),
@@ -317,21 +341,14 @@ fn send_to_a_pid_never_issued_is_refused_as_no_such_process_with_the_message() {
     );
 
     // The live process received none of them.
-    scheduler.send(live, Msg::Value(9)).unwrap();
-    assert_eq!(echo.join(), Ok(9));
+    finish_echo(&scheduler, echo, 9);
     scheduler.shutdown(Duration::from_secs(1));
 }
 
 #[test]
 fn send_after_the_process_finished_is_refused_as_finished_with_the_message() {
     let scheduler = scheduler(2);
-    let echo = scheduler
-        .submit_joinable(Node::new(Role::Echo), "echo", ())
-        .unwrap();
-    let pid = echo.pid();
-    scheduler.send(pid, Msg::Value(4)).unwrap();
-    assert_eq!(echo.join(), Ok(4));
-    wait_until("the slot to be freed", || scheduler.live() == 0);
+    let pid = finished_echo(&scheduler, 4);
     match scheduler.send(pid, Msg::Value(5)) {
         Err(e @ SendError::Finished(_)) => {
             assert!(e.to_string().contains("finished"), "{e}");
@@ -346,13 +363,7 @@ fn send_after_the_process_finished_is_refused_as_finished_with_the_message() {
 #[test]
 fn a_stale_pid_never_reaches_the_newer_process_in_its_slot() {
     let scheduler = scheduler(2);
-    let old = scheduler
-        .submit_joinable(Node::new(Role::Echo), "echo", ())
-        .unwrap();
-    let old_pid = old.pid();
-    scheduler.send(old_pid, Msg::Value(1)).unwrap();
-    assert_eq!(old.join(), Ok(1));
-    wait_until("the slot to be freed", || scheduler.live() == 0);
+    let old_pid = finished_echo(&scheduler, 1);
 
     // Submit idle processes until one reuses the slot. Freed slots may be
     // cached by the worker that closed them, so every 100 submits finish
@@ -363,9 +374,7 @@ fn a_stale_pid_never_reaches_the_newer_process_in_its_slot() {
         assert!(submitted < 10_000, "slot {} never reused", old_pid.index());
         if idle.len() == 100 {
             for (i, handle) in idle.drain(..).enumerate() {
-                let handle: stepsched::sched::JoinHandle<Node> = handle;
-                scheduler.send(handle.pid(), Msg::Value(i as u64)).unwrap();
-                assert_eq!(handle.join(), Ok(i as u64));
+                finish_echo(&scheduler, handle, i as u64);
             }
         }
         let node = Node::new(Role::Echo);
@@ -387,16 +396,14 @@ fn a_stale_pid_never_reaches_the_newer_process_in_its_slot() {
     }
     assert_eq!(scheduler.terminate(old_pid), Err(TerminateError::Finished));
     // The newer process gets only its own message.
-    scheduler.send(reused.pid(), Msg::Value(7)).unwrap();
-    assert_eq!(reused.join(), Ok(7));
+    finish_echo(&scheduler, reused, 7);
     assert_eq!(
         seen.load(Ordering::Relaxed),
         1,
         "exactly one message reached it"
     );
     for (i, handle) in idle.into_iter().enumerate() {
-        scheduler.send(handle.pid(), Msg::Value(i as u64)).unwrap();
-        assert_eq!(handle.join(), Ok(i as u64));
+        finish_echo(&scheduler, handle, i as u64);
     }
     assert_eq!(scheduler.stats().undelivered, 0);
     scheduler.shutdown(Duration::from_secs(1));
@@ -419,13 +426,7 @@ fn a_message_sent_from_a_step_to_a_finished_process_goes_to_on_undelivered() {
             .build()
             .unwrap()
     };
-    let target = scheduler
-        .submit_joinable(Node::new(Role::Echo), "echo", ())
-        .unwrap();
-    let target_pid = target.pid();
-    scheduler.send(target_pid, Msg::Value(1)).unwrap();
-    assert_eq!(target.join(), Ok(1));
-    wait_until("the slot to be freed", || scheduler.live() == 0);
+    let target_pid = finished_echo(&scheduler, 1);
 
     let sender = Node::new(Role::SendOnce {
         to: target_pid,

@@ -39,6 +39,16 @@ impl Reports {
     }
 }
 
+/// Two workers and a long-step monitor at `threshold` that reports to
+/// `reports`.
+fn monitored<P: Process>(threshold: Duration, reports: &Reports) -> Scheduler<P> {
+    Scheduler::<P>::builder()
+        .workers(2)
+        .long_step_monitor(threshold, reports.hook())
+        .build()
+        .unwrap()
+}
+
 /// What a [`Job`] does in its step.
 #[derive(Clone)]
 enum Work {
@@ -127,6 +137,7 @@ impl Process for Job {
 
 /// Busy work: `units` units of 200 µs, polling `should_yield` between
 /// units and continuing when asked; logs each step.
+#[derive(Default)]
 struct Slicer {
     units: u32,
     done: u32,
@@ -177,11 +188,7 @@ impl Process for Slicer {
 fn a_100ms_step_is_reported_exactly_once() {
     let threshold = Duration::from_millis(20);
     let reports = Reports::default();
-    let scheduler = Scheduler::<Job>::builder()
-        .workers(2)
-        .long_step_monitor(threshold, reports.hook())
-        .build()
-        .unwrap();
+    let scheduler = monitored::<Job>(threshold, &reports);
     let job = scheduler
         .submit_joinable(Job(None), "sleep", Work::Sleep(Duration::from_millis(100)))
         .unwrap();
@@ -200,19 +207,11 @@ fn a_100ms_step_is_reported_exactly_once() {
 #[test]
 fn short_steps_are_never_reported() {
     let reports = Reports::default();
-    let scheduler = Scheduler::<Slicer>::builder()
-        .workers(2)
-        .long_step_monitor(Duration::from_millis(250), reports.hook())
-        .build()
-        .unwrap();
+    let scheduler = monitored::<Slicer>(Duration::from_millis(250), &reports);
     // 2,000 processes of 5 units (1 ms) each, about 1 s of work in all.
     let jobs: Vec<_> = (0..2_000)
         .map(|_| {
-            let slicer = Slicer {
-                units: 0,
-                done: 0,
-                log: StepLog::default(),
-            };
+            let slicer = Slicer::default();
             scheduler.submit_joinable(slicer, "work", 5).unwrap()
         })
         .collect();
@@ -230,11 +229,7 @@ fn short_steps_are_never_reported() {
 fn work_queued_behind_a_long_step_completes_on_another_worker() {
     const QUICK: usize = 8;
     let reports = Reports::default();
-    let scheduler = Scheduler::<Job>::builder()
-        .workers(2)
-        .long_step_monitor(Duration::from_millis(20), reports.hook())
-        .build()
-        .unwrap();
+    let scheduler = monitored::<Job>(Duration::from_millis(20), &reports);
     let shared = Arc::new(Shared::default());
     // Children are pushed onto the spawning worker's deque in order, and it
     // pops the newest first: the long job starts, the quick ones wait
@@ -270,18 +265,10 @@ fn work_queued_behind_a_long_step_completes_on_another_worker() {
 fn a_step_polling_should_yield_returns_within_a_few_thresholds() {
     let threshold = Duration::from_millis(25);
     let reports = Reports::default();
-    let scheduler = Scheduler::<Slicer>::builder()
-        .workers(2)
-        .long_step_monitor(threshold, reports.hook())
-        .build()
-        .unwrap();
+    let scheduler = monitored::<Slicer>(threshold, &reports);
     // 1,500 units of 200 µs: about 300 ms of work, a dozen thresholds.
     const UNITS: u32 = 1_500;
-    let slicer = Slicer {
-        units: 0,
-        done: 0,
-        log: StepLog::default(),
-    };
+    let slicer = Slicer::default();
     let job = scheduler.submit_joinable(slicer, "work", UNITS).unwrap();
     let pid = job.pid();
     let (done, log) = job.join().unwrap();
@@ -306,11 +293,7 @@ fn a_step_polling_should_yield_returns_within_a_few_thresholds() {
 #[test]
 fn without_a_monitor_should_yield_stays_false() {
     let scheduler = Scheduler::<Slicer>::builder().workers(1).build().unwrap();
-    let slicer = Slicer {
-        units: 0,
-        done: 0,
-        log: StepLog::default(),
-    };
+    let slicer = Slicer::default();
     // 250 units: 50 ms in one step, never asked to yield.
     let (done, log) = scheduler
         .submit_joinable(slicer, "work", 250)

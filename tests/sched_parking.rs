@@ -10,15 +10,15 @@
 //! ```
 
 mod common;
-use common::wait_until;
+use common::{wait_until, ThreadStops};
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
 use stepsched::process::{Event, NoCommand, Pid, Process, StepOutput};
-use stepsched::sched::Scheduler;
+use stepsched::sched::{JoinHandle, Scheduler};
 
 /// On method "echo": finishes with the first number it is sent. On method
 /// "relay": passes each number `n > 0` on to its peer as `n - 1` (the peer
@@ -63,6 +63,13 @@ impl Process for Node {
     }
 }
 
+/// Submits a joinable "echo" process.
+fn submit_echo(scheduler: &Scheduler<Node>) -> JoinHandle<Node> {
+    scheduler
+        .submit_joinable(Node { peer: None }, "echo", None)
+        .unwrap()
+}
+
 #[test]
 fn a_scheduler_with_every_worker_parked_wakes_for_each_submit_and_send() {
     const ROUNDS: u64 = 50;
@@ -83,9 +90,7 @@ fn a_scheduler_with_every_worker_parked_wakes_for_each_submit_and_send() {
     };
     for round in 0..ROUNDS {
         wait_until("both workers to park", || scheduler.stats().sleeping == 2);
-        let echo = scheduler
-            .submit_joinable(Node { peer: None }, "echo", None)
-            .unwrap();
+        let echo = submit_echo(&scheduler);
         // Let the workers run its first step and park again, then wake them
         // with a message from outside.
         wait_until("both workers to park again", || {
@@ -144,17 +149,14 @@ fn workers_that_park_at_once_finish_twenty_relays_without_a_lost_wakeup() {
 /// parking and waking, sampling the idle counts all along; at the end every
 /// worker thread must still be alive to run its stop hook.
 fn park_wake_storm(workers: usize, submits: usize) {
-    let stopped = Arc::new(Mutex::new(Vec::new()));
-    let scheduler = {
-        let stopped = Arc::clone(&stopped);
-        Arc::new(
-            Scheduler::<Node>::builder()
-                .workers(workers)
-                .on_thread_stop(move |i| stopped.lock().unwrap().push(i))
-                .build()
-                .unwrap(),
-        )
-    };
+    let stopped = ThreadStops::default();
+    let scheduler = Arc::new(
+        Scheduler::<Node>::builder()
+            .workers(workers)
+            .on_thread_stop(stopped.hook())
+            .build()
+            .unwrap(),
+    );
     let done = Arc::new(AtomicBool::new(false));
     let sampler = {
         let (scheduler, done) = (Arc::clone(&scheduler), Arc::clone(&done));
@@ -173,9 +175,7 @@ fn park_wake_storm(workers: usize, submits: usize) {
     let mut handles = Vec::with_capacity(submits);
     for _ in 0..submits {
         // Each stays idle: its one step is all the work a wakeup brings.
-        let handle = scheduler
-            .submit_joinable(Node { peer: None }, "echo", None)
-            .unwrap();
+        let handle = submit_echo(&scheduler);
         handles.push(handle);
     }
     for handle in handles {
@@ -188,10 +188,8 @@ fn park_wake_storm(workers: usize, submits: usize) {
     done.store(true, Ordering::Relaxed);
     let (spinning, sleeping) = sampler.join().unwrap();
     scheduler.shutdown(Duration::from_secs(1));
-    let mut stopped = stopped.lock().unwrap().clone();
-    stopped.sort_unstable();
     assert_eq!(
-        stopped,
+        stopped.sorted(),
         (0..workers).collect::<Vec<_>>(),
         "a worker thread died (it never ran its stop hook)"
     );

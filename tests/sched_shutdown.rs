@@ -13,17 +13,17 @@
 //! ```
 
 mod common;
-use common::wait_until;
+use common::{wait_until, Held, ThreadStops};
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use stepsched::process::{
     Cancel, Command, Event, Process, ProcessError, SpawnError, Status, StepOutput,
 };
-use stepsched::sched::{CompleteError, Completer, Scheduler, SendError};
+use stepsched::sched::{CompleteError, JoinHandle, Scheduler, SendError, ShutdownReport};
 
 /// The one command: its handler keeps the completer and never completes.
 #[derive(Debug)]
@@ -41,6 +41,16 @@ struct Tally {
     first_steps: AtomicUsize,
     shutdown_cancels: AtomicUsize,
     closes: AtomicUsize,
+}
+
+impl Tally {
+    fn closes(&self) -> usize {
+        self.closes.load(Ordering::SeqCst)
+    }
+
+    fn shutdown_cancels(&self) -> usize {
+        self.shutdown_cancels.load(Ordering::SeqCst)
+    }
 }
 
 /// Behaviour by method:
@@ -148,23 +158,57 @@ impl Process for Stubborn {
     }
 }
 
-type Held = Arc<Mutex<Vec<Completer<Stubborn>>>>;
-
-fn scheduler(held: &Held) -> Scheduler<Stubborn> {
-    let held = Arc::clone(held);
+fn scheduler(held: &Held<Stubborn>) -> Scheduler<Stubborn> {
     Scheduler::<Stubborn>::builder()
         .workers(2)
-        .handler("hang", move |_, completer| {
-            held.lock().unwrap().push(completer)
-        })
+        .handler("hang", held.handler())
         .build()
         .unwrap()
 }
 
+/// The counters, the completers held by "hang", and a scheduler.
+fn setup() -> (Arc<Tally>, Held<Stubborn>, Scheduler<Stubborn>) {
+    let held = Held::default();
+    let scheduler = scheduler(&held);
+    (Arc::new(Tally::default()), held, scheduler)
+}
+
+/// Each process ended by force, with outcome `Shutdown`.
+fn assert_all_shut_down(handles: Vec<JoinHandle<Stubborn>>) {
+    for handle in handles {
+        assert_eq!(handle.join(), Err(ProcessError::Shutdown));
+    }
+}
+
+/// Submits a joinable `Stubborn` process on `method`.
+fn start(
+    scheduler: &Scheduler<Stubborn>,
+    tally: &Arc<Tally>,
+    method: &str,
+) -> JoinHandle<Stubborn> {
+    scheduler
+        .submit_joinable(Stubborn::new(tally), method, ())
+        .unwrap()
+}
+
+/// Submits `n` joinable `Stubborn` processes on `method`.
+fn start_n(
+    scheduler: &Scheduler<Stubborn>,
+    tally: &Arc<Tally>,
+    method: &str,
+    n: usize,
+) -> Vec<JoinHandle<Stubborn>> {
+    (0..n).map(|_| start(scheduler, tally, method)).collect()
+}
+
+/// Waits until `n` processes have run their first step.
+fn wait_first_steps(what: &str, tally: &Tally, n: usize) {
+    wait_until(what, || tally.first_steps.load(Ordering::SeqCst) == n);
+}
+
 #[test]
 fn submit_after_shutdown_is_refused_with_the_process_handed_back() {
-    let tally = Arc::new(Tally::default());
-    let scheduler = scheduler(&Held::default());
+    let (tally, _, scheduler) = setup();
     let report = scheduler.shutdown(Duration::from_secs(1));
     assert_eq!(report, Default::default(), "nothing was live");
     let mut process = Stubborn::new(&tally);
@@ -180,20 +224,15 @@ fn submit_after_shutdown_is_refused_with_the_process_handed_back() {
         Err(SpawnError::ShuttingDown(_)) => {}
         other => panic!("expected ShuttingDown, got {other:?}"),
     }
-    assert_eq!(tally.closes.load(Ordering::SeqCst), 0);
+    assert_eq!(tally.closes(), 0);
 }
 
 #[test]
 fn send_after_shutdown_is_refused_with_the_message_handed_back() {
-    let tally = Arc::new(Tally::default());
-    let scheduler = scheduler(&Held::default());
-    let idle = scheduler
-        .submit_joinable(Stubborn::new(&tally), "idle", ())
-        .unwrap();
+    let (tally, _, scheduler) = setup();
+    let idle = start(&scheduler, &tally, "idle");
     let pid = idle.pid();
-    wait_until("the first step", || {
-        tally.first_steps.load(Ordering::SeqCst) == 1
-    });
+    wait_first_steps("the first step", &tally, 1);
     scheduler.shutdown(Duration::from_millis(50));
     match scheduler.send(pid, 9) {
         Err(SendError::ShuttingDown(m)) => assert_eq!(m, 9),
@@ -205,29 +244,24 @@ fn send_after_shutdown_is_refused_with_the_message_handed_back() {
 #[test]
 fn shutdown_closes_processes_blocked_forever_once_the_timeout_passed_and_counts_them() {
     const N: usize = 16;
-    let tally = Arc::new(Tally::default());
-    let held = Held::default();
-    let scheduler = scheduler(&held);
-    let handles: Vec<_> = (0..N)
-        .map(|_| {
-            scheduler
-                .submit_joinable(Stubborn::new(&tally), "blocked_forever", ())
-                .unwrap()
-        })
-        .collect();
-    wait_until("every command to be held", || {
-        held.lock().unwrap().len() == N
-    });
+    let (tally, held, scheduler) = setup();
+    let handles = start_n(&scheduler, &tally, "blocked_forever", N);
+    held.wait_for("every command to be held", N);
 
     let started = Instant::now();
     let report = scheduler.shutdown(Duration::from_millis(200));
     let took = started.elapsed();
 
-    assert_eq!(report.cancelled, N, "{report:?}");
-    assert_eq!(report.completed, 0, "{report:?}");
-    assert_eq!(report.forced, N, "{report:?}");
-    assert!(report.timed_out, "{report:?}");
-    assert_eq!(report.stuck, 0, "{report:?}");
+    assert_eq!(
+        report,
+        ShutdownReport {
+            cancelled: N,
+            completed: 0,
+            forced: N,
+            stuck: 0,
+            timed_out: true,
+        }
+    );
     assert!(
         took >= Duration::from_millis(200),
         "the timeout is a grace period: {took:?}"
@@ -236,18 +270,12 @@ fn shutdown_closes_processes_blocked_forever_once_the_timeout_passed_and_counts_
         took < Duration::from_secs(20),
         "shutdown returned only after {took:?}"
     );
-    for handle in handles {
-        assert_eq!(handle.join(), Err(ProcessError::Shutdown));
-    }
-    assert_eq!(
-        tally.shutdown_cancels.load(Ordering::SeqCst),
-        N,
-        "one cancel each"
-    );
-    assert_eq!(tally.closes.load(Ordering::SeqCst), N, "close once each");
+    assert_all_shut_down(handles);
+    assert_eq!(tally.shutdown_cancels(), N, "one cancel each");
+    assert_eq!(tally.closes(), N, "close once each");
     assert_eq!(scheduler.live(), 0);
     // The held completers can no longer deliver; the result comes back.
-    for completer in held.lock().unwrap().drain(..) {
+    for completer in held.lock().drain(..) {
         match completer.complete(Ok(())) {
             Err(CompleteError::ShuttingDown(r) | CompleteError::Finished(r)) => assert!(r.is_ok()),
             Ok(()) => panic!("a completion was accepted after shutdown"),
@@ -258,61 +286,48 @@ fn shutdown_closes_processes_blocked_forever_once_the_timeout_passed_and_counts_
 #[test]
 fn shutdown_lets_processes_that_finish_on_cancel_complete_without_force() {
     const N: usize = 16;
-    let tally = Arc::new(Tally::default());
-    let held = Held::default();
-    let scheduler = scheduler(&held);
-    let handles: Vec<_> = (0..N)
-        .map(|_| {
-            scheduler
-                .submit_joinable(Stubborn::new(&tally), "finish_on_cancel", ())
-                .unwrap()
-        })
-        .collect();
-    wait_until("every command to be held", || {
-        held.lock().unwrap().len() == N
-    });
+    let (tally, held, scheduler) = setup();
+    let handles = start_n(&scheduler, &tally, "finish_on_cancel", N);
+    held.wait_for("every command to be held", N);
     let started = Instant::now();
     let report = scheduler.shutdown(Duration::from_secs(30));
     assert!(
         started.elapsed() < Duration::from_secs(30),
         "shutdown must not wait out the timeout when everything finished"
     );
-    assert_eq!(report.cancelled, N, "{report:?}");
-    assert_eq!(report.completed, N, "{report:?}");
-    assert_eq!(report.forced, 0, "{report:?}");
-    assert!(!report.timed_out, "{report:?}");
-    assert_eq!(report.stuck, 0, "{report:?}");
+    assert_eq!(
+        report,
+        ShutdownReport {
+            cancelled: N,
+            completed: N,
+            forced: 0,
+            stuck: 0,
+            timed_out: false,
+        }
+    );
     for handle in handles {
         assert_eq!(handle.join(), Ok(42));
     }
-    assert_eq!(tally.closes.load(Ordering::SeqCst), N);
-    held.lock().unwrap().clear();
+    assert_eq!(tally.closes(), N);
+    held.lock().clear();
 }
 
 #[test]
 fn shutdown_counts_finishers_and_forced_processes_apart() {
-    let tally = Arc::new(Tally::default());
-    let held = Held::default();
-    let scheduler = scheduler(&held);
+    let (tally, held, scheduler) = setup();
     let mut finishers = Vec::new();
     let mut stubborn = Vec::new();
     for i in 0..12 {
         let method = ["finish_on_cancel", "blocked_forever", "idle"][i % 3];
-        let handle = scheduler
-            .submit_joinable(Stubborn::new(&tally), method, ())
-            .unwrap();
+        let handle = start(&scheduler, &tally, method);
         if i % 3 == 0 {
             finishers.push(handle);
         } else {
             stubborn.push(handle);
         }
     }
-    wait_until("every first step", || {
-        tally.first_steps.load(Ordering::SeqCst) == 12
-    });
-    wait_until("the commands to be held", || {
-        held.lock().unwrap().len() == 8
-    });
+    wait_first_steps("every first step", &tally, 12);
+    held.wait_for("the commands to be held", 8);
     let report = scheduler.shutdown(Duration::from_millis(100));
     assert_eq!(report.cancelled, 12, "{report:?}");
     assert_eq!(report.completed, 4, "{report:?}");
@@ -321,55 +336,38 @@ fn shutdown_counts_finishers_and_forced_processes_apart() {
     for handle in finishers {
         assert_eq!(handle.join(), Ok(42));
     }
-    for handle in stubborn {
-        assert_eq!(handle.join(), Err(ProcessError::Shutdown));
-    }
-    assert_eq!(tally.closes.load(Ordering::SeqCst), 12);
-    held.lock().unwrap().clear();
+    assert_all_shut_down(stubborn);
+    assert_eq!(tally.closes(), 12);
+    held.lock().clear();
 }
 
 #[test]
 fn shutdown_closes_processes_that_keep_continuing() {
     const N: usize = 8;
-    let tally = Arc::new(Tally::default());
-    let scheduler = scheduler(&Held::default());
-    let handles: Vec<_> = (0..N)
-        .map(|_| {
-            scheduler
-                .submit_joinable(Stubborn::new(&tally), "continue_forever", ())
-                .unwrap()
-        })
-        .collect();
-    wait_until("every first step", || {
-        tally.first_steps.load(Ordering::SeqCst) == N
-    });
+    let (tally, _, scheduler) = setup();
+    let handles = start_n(&scheduler, &tally, "continue_forever", N);
+    wait_first_steps("every first step", &tally, N);
     let report = scheduler.shutdown(Duration::from_millis(100));
-    assert_eq!(report.cancelled, N, "{report:?}");
-    assert_eq!(report.completed, 0, "{report:?}");
-    assert_eq!(report.forced, N, "{report:?}");
-    assert!(report.timed_out);
-    assert_eq!(report.stuck, 0);
-    for handle in handles {
-        assert_eq!(handle.join(), Err(ProcessError::Shutdown));
-    }
     assert_eq!(
-        tally.shutdown_cancels.load(Ordering::SeqCst),
-        N,
-        "one cancel each"
+        report,
+        ShutdownReport {
+            cancelled: N,
+            completed: 0,
+            forced: N,
+            stuck: 0,
+            timed_out: true,
+        }
     );
-    assert_eq!(tally.closes.load(Ordering::SeqCst), N);
+    assert_all_shut_down(handles);
+    assert_eq!(tally.shutdown_cancels(), N, "one cancel each");
+    assert_eq!(tally.closes(), N);
 }
 
 #[test]
 fn a_step_that_outlasts_the_grace_period_is_reported_stuck_and_closed_when_it_returns() {
-    let tally = Arc::new(Tally::default());
-    let scheduler = scheduler(&Held::default());
-    let sleeper = scheduler
-        .submit_joinable(Stubborn::new(&tally), "sleep_long", ())
-        .unwrap();
-    wait_until("the long step to start", || {
-        tally.first_steps.load(Ordering::SeqCst) == 1
-    });
+    let (tally, _, scheduler) = setup();
+    let sleeper = start(&scheduler, &tally, "sleep_long");
+    wait_first_steps("the long step to start", &tally, 1);
     let report = scheduler.shutdown(Duration::from_millis(100));
     assert_eq!(report.cancelled, 1, "{report:?}");
     assert_eq!(report.stuck, 1, "{report:?}");
@@ -377,7 +375,7 @@ fn a_step_that_outlasts_the_grace_period_is_reported_stuck_and_closed_when_it_re
     // shutdown joined the workers, so the step has returned and the process
     // was closed.
     assert_eq!(sleeper.join(), Err(ProcessError::Shutdown));
-    assert_eq!(tally.closes.load(Ordering::SeqCst), 1);
+    assert_eq!(tally.closes(), 1);
 }
 
 /// A process whose step is running when the 100 ms timeout passes, and
@@ -390,14 +388,9 @@ fn a_step_that_outlasts_the_grace_period_is_reported_stuck_and_closed_when_it_re
 #[test]
 
 fn a_process_that_finishes_by_itself_after_the_timeout_is_not_reported_as_forced() {
-    let tally = Arc::new(Tally::default());
-    let scheduler = scheduler(&Held::default());
-    let late = scheduler
-        .submit_joinable(Stubborn::new(&tally), "finish_late", ())
-        .unwrap();
-    wait_until("the step to start", || {
-        tally.first_steps.load(Ordering::SeqCst) == 1
-    });
+    let (tally, _, scheduler) = setup();
+    let late = start(&scheduler, &tally, "finish_late");
+    wait_first_steps("the step to start", &tally, 1);
     let report = scheduler.shutdown(Duration::from_millis(100));
     let outcome = late.join();
     assert_eq!(outcome, Ok(7));
@@ -412,27 +405,21 @@ fn a_process_that_finishes_by_itself_after_the_timeout_is_not_reported_as_forced
 
 #[test]
 fn a_second_shutdown_returns_the_first_report() {
-    let tally = Arc::new(Tally::default());
-    let held = Held::default();
-    let scheduler = scheduler(&held);
-    let handle = scheduler
-        .submit_joinable(Stubborn::new(&tally), "blocked_forever", ())
-        .unwrap();
-    wait_until("the command to be held", || held.lock().unwrap().len() == 1);
+    let (tally, held, scheduler) = setup();
+    let handle = start(&scheduler, &tally, "blocked_forever");
+    held.wait_for("the command to be held", 1);
     let first = scheduler.shutdown(Duration::from_millis(50));
     let second = scheduler.shutdown(Duration::from_secs(5));
     assert_eq!(first, second);
     assert_eq!((first.cancelled, first.forced), (1, 1));
     assert_eq!(handle.join(), Err(ProcessError::Shutdown));
-    held.lock().unwrap().clear();
+    held.lock().clear();
 }
 
 #[test]
 fn dropping_the_scheduler_closes_every_live_process() {
     const N: usize = 10;
-    let tally = Arc::new(Tally::default());
-    let held = Held::default();
-    let scheduler = scheduler(&held);
+    let (tally, held, scheduler) = setup();
     let handles: Vec<_> = (0..N)
         .map(|i| {
             let method = if i % 2 == 0 {
@@ -440,14 +427,10 @@ fn dropping_the_scheduler_closes_every_live_process() {
             } else {
                 "blocked_forever"
             };
-            scheduler
-                .submit_joinable(Stubborn::new(&tally), method, ())
-                .unwrap()
+            start(&scheduler, &tally, method)
         })
         .collect();
-    wait_until("every first step", || {
-        tally.first_steps.load(Ordering::SeqCst) == N
-    });
+    wait_first_steps("every first step", &tally, N);
     drop(scheduler);
     for handle in handles {
         match handle.join_timeout(Duration::from_secs(10)) {
@@ -455,8 +438,8 @@ fn dropping_the_scheduler_closes_every_live_process() {
             Err(_) => panic!("a process outlived the dropped scheduler"),
         }
     }
-    assert_eq!(tally.closes.load(Ordering::SeqCst), N);
-    held.lock().unwrap().clear();
+    assert_eq!(tally.closes(), N);
+    held.lock().clear();
 }
 
 /// Shuts down a scheduler with `n` live idle processes (which ignore the
@@ -464,21 +447,16 @@ fn dropping_the_scheduler_closes_every_live_process() {
 /// its stop hook, i.e. none died on the way.
 fn shutdown_many_idle(n: usize) {
     let tally = Arc::new(Tally::default());
-    let stopped = Arc::new(Mutex::new(Vec::new()));
-    let scheduler = {
-        let stopped = Arc::clone(&stopped);
-        Scheduler::<Stubborn>::builder()
-            .workers(2)
-            .on_thread_stop(move |i| stopped.lock().unwrap().push(i))
-            .build()
-            .unwrap()
-    };
+    let stopped = ThreadStops::default();
+    let scheduler = Scheduler::<Stubborn>::builder()
+        .workers(2)
+        .on_thread_stop(stopped.hook())
+        .build()
+        .unwrap();
     for _ in 0..n {
         scheduler.submit(Stubborn::new(&tally), "idle", ()).unwrap();
     }
-    wait_until("every first step", || {
-        tally.first_steps.load(Ordering::SeqCst) == n
-    });
+    wait_first_steps("every first step", &tally, n);
     wait_until("both workers to park", || scheduler.stats().sleeping == 2);
     let report = scheduler.shutdown(Duration::from_millis(50));
     assert_eq!(
@@ -486,10 +464,12 @@ fn shutdown_many_idle(n: usize) {
         (n, n, 0),
         "{report:?}"
     );
-    assert_eq!(tally.closes.load(Ordering::SeqCst), n);
-    let mut stopped = stopped.lock().unwrap().clone();
-    stopped.sort_unstable();
-    assert_eq!(stopped, vec![0, 1], "a worker thread died during shutdown");
+    assert_eq!(tally.closes(), n);
+    assert_eq!(
+        stopped.sorted(),
+        vec![0, 1],
+        "a worker thread died during shutdown"
+    );
 }
 
 #[test]
@@ -511,14 +491,9 @@ fn shutdown_of_thousands_of_idle_processes_keeps_every_worker_thread_alive() {
 
 #[test]
 fn a_step_cannot_spawn_once_shutdown_began() {
-    let tally = Arc::new(Tally::default());
-    let scheduler = scheduler(&Held::default());
-    let parent = scheduler
-        .submit_joinable(Stubborn::new(&tally), "spawn_on_cancel", ())
-        .unwrap();
-    wait_until("the first step", || {
-        tally.first_steps.load(Ordering::SeqCst) == 1
-    });
+    let (tally, _, scheduler) = setup();
+    let parent = start(&scheduler, &tally, "spawn_on_cancel");
+    wait_first_steps("the first step", &tally, 1);
     let report = scheduler.shutdown(Duration::from_secs(10));
     assert_eq!(
         parent.join(),
@@ -529,9 +504,5 @@ fn a_step_cannot_spawn_once_shutdown_began() {
         (report.cancelled, report.completed, report.forced),
         (1, 1, 0)
     );
-    assert_eq!(
-        tally.closes.load(Ordering::SeqCst),
-        1,
-        "the child never started"
-    );
+    assert_eq!(tally.closes(), 1, "the child never started");
 }

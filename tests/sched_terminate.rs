@@ -21,7 +21,7 @@ use std::time::Duration;
 use stepsched::process::{
     Cancel, Event, NoCommand, Pid, Process, ProcessError, Status, StepOutput,
 };
-use stepsched::sched::{Scheduler, TerminateError};
+use stepsched::sched::{JoinHandle, Scheduler, TerminateError};
 
 /// What a `Watched` process saw, shared with the test.
 #[derive(Default)]
@@ -42,6 +42,10 @@ impl Log {
 
     fn step_count(&self) -> usize {
         self.steps.lock().unwrap().len()
+    }
+
+    fn closes(&self) -> usize {
+        self.closes.load(Ordering::SeqCst)
     }
 }
 
@@ -107,13 +111,24 @@ fn cancel_terminate() -> String {
     format!("{:?}", Event::<Watched>::Cancel(Cancel::Terminate))
 }
 
-#[test]
-fn terminating_an_idle_process_closes_it_without_another_step() {
+/// Submits a joinable `Watched` process on `method`, logging to `log`.
+fn start(scheduler: &Scheduler<Watched>, log: &Arc<Log>, method: &str) -> JoinHandle<Watched> {
+    scheduler
+        .submit_joinable(Watched::new(log), method, ())
+        .unwrap()
+}
+
+/// A two-worker scheduler running one `Watched` process on `method`.
+fn setup(method: &str) -> (Arc<Log>, Scheduler<Watched>, JoinHandle<Watched>) {
     let log = Arc::new(Log::default());
     let scheduler = Scheduler::builder().workers(2).build().unwrap();
-    let handle = scheduler
-        .submit_joinable(Watched::new(&log), "idle", ())
-        .unwrap();
+    let handle = start(&scheduler, &log, method);
+    (log, scheduler, handle)
+}
+
+#[test]
+fn terminating_an_idle_process_closes_it_without_another_step() {
+    let (log, scheduler, handle) = setup("idle");
     wait_until("the first step", || log.step_count() == 1);
     // Give the worker time to finish the step's transition to Idle (if it
     // has not, terminate takes the "running and about to wait" path, which
@@ -126,22 +141,14 @@ fn terminating_an_idle_process_closes_it_without_another_step() {
         vec![Vec::<String>::new()],
         "no step after terminate"
     );
-    assert_eq!(log.closes.load(Ordering::SeqCst), 1, "close ran once");
+    assert_eq!(log.closes(), 1, "close ran once");
     scheduler.shutdown(Duration::from_secs(1));
-    assert_eq!(
-        log.closes.load(Ordering::SeqCst),
-        1,
-        "and not again at shutdown"
-    );
+    assert_eq!(log.closes(), 1, "and not again at shutdown");
 }
 
 #[test]
 fn terminating_a_continuing_process_gives_it_one_last_step_with_cancel_terminate() {
-    let log = Arc::new(Log::default());
-    let scheduler = Scheduler::builder().workers(2).build().unwrap();
-    let handle = scheduler
-        .submit_joinable(Watched::new(&log), "continue", ())
-        .unwrap();
+    let (log, scheduler, handle) = setup("continue");
     wait_until("a few steps", || log.step_count() >= 5);
     scheduler.terminate(handle.pid()).unwrap();
     assert_eq!(handle.join(), Err(ProcessError::Terminated));
@@ -158,7 +165,7 @@ fn terminating_a_continuing_process_gives_it_one_last_step_with_cancel_terminate
         "one cancel, in the last step"
     );
     assert_eq!(steps.last().unwrap(), &vec![cancel_terminate()]);
-    assert_eq!(log.closes.load(Ordering::SeqCst), 1);
+    assert_eq!(log.closes(), 1);
     scheduler.shutdown(Duration::from_secs(1));
 }
 
@@ -167,16 +174,12 @@ fn terminating_a_queued_process_gives_its_first_step_cancel_terminate() {
     let blocker_log = Arc::new(Log::default());
     let log = Arc::new(Log::default());
     let scheduler = Scheduler::builder().workers(1).build().unwrap();
-    let blocker = scheduler
-        .submit_joinable(Watched::new(&blocker_log), "block", ())
-        .unwrap();
+    let blocker = start(&scheduler, &blocker_log, "block");
     wait_until("the only worker to be busy", || {
         blocker_log.blocking.load(Ordering::SeqCst)
     });
     // The only worker is held: the target stays queued.
-    let target = scheduler
-        .submit_joinable(Watched::new(&log), "idle", ())
-        .unwrap();
+    let target = start(&scheduler, &log, "idle");
     let target_pid = target.pid();
     scheduler.terminate(target_pid).unwrap();
     assert_eq!(
@@ -193,7 +196,7 @@ fn terminating_a_queued_process_gives_its_first_step_cancel_terminate() {
         vec![vec![cancel_terminate()]],
         "exactly one step"
     );
-    assert_eq!(log.closes.load(Ordering::SeqCst), 1);
+    assert_eq!(log.closes(), 1);
     assert_eq!(
         scheduler.terminate(target_pid),
         Err(TerminateError::Finished)
@@ -219,9 +222,7 @@ fn messages_queued_for_a_terminated_waiting_process_go_to_on_undelivered() {
     };
     // "wait" blocks for a completion that never comes: messages do not wake
     // it, they stay queued.
-    let handle = scheduler
-        .submit_joinable(Watched::new(&log), "wait", ())
-        .unwrap();
+    let handle = start(&scheduler, &log, "wait");
     let pid = handle.pid();
     wait_until("the first step", || log.step_count() == 1);
     thread::sleep(Duration::from_millis(20));
@@ -243,17 +244,13 @@ fn messages_queued_for_a_terminated_waiting_process_go_to_on_undelivered() {
     let mut reported = undelivered.lock().unwrap().clone();
     reported.sort();
     assert_eq!(reported, vec![(pid, 1), (pid, 2), (pid, 3)]);
-    assert_eq!(log.closes.load(Ordering::SeqCst), 1);
+    assert_eq!(log.closes(), 1);
     scheduler.shutdown(Duration::from_secs(1));
 }
 
 #[test]
 fn terminating_an_ended_or_unknown_pid_is_refused() {
-    let log = Arc::new(Log::default());
-    let scheduler = Scheduler::builder().workers(2).build().unwrap();
-    let handle = scheduler
-        .submit_joinable(Watched::new(&log), "idle", ())
-        .unwrap();
+    let (log, scheduler, handle) = setup("idle");
     let pid = handle.pid();
     wait_until("the first step", || log.step_count() == 1);
     scheduler.terminate(pid).unwrap();
@@ -286,11 +283,7 @@ fn terminating_many_processes_in_every_state_ends_each_exactly_once() {
     let handles: Vec<_> = logs
         .iter()
         .enumerate()
-        .map(|(i, log)| {
-            scheduler
-                .submit_joinable(Watched::new(log), methods[i % 3], ())
-                .unwrap()
-        })
+        .map(|(i, log)| start(&scheduler, log, methods[i % 3]))
         .collect();
     // Terminate at once: some are still queued, some running, some waiting.
     for handle in &handles {
@@ -303,7 +296,7 @@ fn terminating_many_processes_in_every_state_ends_each_exactly_once() {
         }
     }
     for (i, log) in logs.iter().enumerate() {
-        assert_eq!(log.closes.load(Ordering::SeqCst), 1, "#{i} closed once");
+        assert_eq!(log.closes(), 1, "#{i} closed once");
         let steps = log.steps();
         let cancels = steps
             .iter()

@@ -26,6 +26,16 @@ fn collect(take: Take<u32>, batch: Vec<u32>, got: &mut Vec<u32>) {
     }
 }
 
+/// Takes a batch from `global` and returns what it got, in order (nothing
+/// unless the take returned `Taken`).
+fn take_batch(global: &GlobalQueue<u32>) -> Vec<u32> {
+    let mut batch = Vec::new();
+    let take = global.take_batch(|i| batch.push(i));
+    let mut got = Vec::new();
+    collect(take, batch, &mut got);
+    got
+}
+
 /// Two consumers take a batch each while a producer pushes. Every item is
 /// taken exactly once, each batch is in FIFO order, and a consumer that
 /// finds the token held gets `Busy` instead of waiting.
@@ -43,18 +53,9 @@ fn two_consumers_take_batches_while_a_producer_pushes() {
         };
         let consumer = {
             let global = Arc::clone(&global);
-            thread::spawn(move || {
-                let mut batch = Vec::new();
-                let take = global.take_batch(|i| batch.push(i));
-                let mut got = Vec::new();
-                collect(take, batch, &mut got);
-                got
-            })
+            thread::spawn(move || take_batch(&global))
         };
-        let mut batch = Vec::new();
-        let take = global.take_batch(|i| batch.push(i));
-        let mut mine = Vec::new();
-        collect(take, batch, &mut mine);
+        let mine = take_batch(&global);
 
         producer.join().unwrap();
         let theirs = consumer.join().unwrap();
@@ -90,18 +91,9 @@ fn two_consumers_take_batches_while_two_producers_push() {
             .collect();
         let consumer = {
             let global = Arc::clone(&global);
-            thread::spawn(move || {
-                let mut batch = Vec::new();
-                let take = global.take_batch(|i| batch.push(i));
-                let mut got = Vec::new();
-                collect(take, batch, &mut got);
-                got
-            })
+            thread::spawn(move || take_batch(&global))
         };
-        let mut batch = Vec::new();
-        let take = global.take_batch(|i| batch.push(i));
-        let mut all = Vec::new();
-        collect(take, batch, &mut all);
+        let mut all = take_batch(&global);
         producers.into_iter().for_each(|h| h.join().unwrap());
         all.extend(consumer.join().unwrap());
         while let Some(i) = global.take_one().first() {

@@ -34,67 +34,52 @@ fn worker(idle: &Idle, work: &AtomicBool, spinning: bool) {
     }
 }
 
-/// A push racing a worker going to sleep is never lost: loom reports a
-/// deadlock if the worker parks for good.
-#[test]
-fn park_races_with_push() {
-    loom::model(|| {
-        let idle = Arc::new(Idle::new(1));
+/// The publisher side, on a thread of its own: publish the work, then wake
+/// a worker if none is spinning.
+fn publish(idle: &Arc<Idle>, work: &Arc<AtomicBool>) -> thread::JoinHandle<()> {
+    let (idle, work) = (idle.clone(), work.clone());
+    thread::spawn(move || {
+        work.store(true, Ordering::Relaxed);
+        idle.notify_one();
+    })
+}
+
+/// `publishers` threads publish work while one worker (of `workers`; it
+/// starts out registered as spinning if `spinning`) looks for it: the
+/// worker must find it (loom reports a deadlock if it parks for good), and
+/// the idle counts must end balanced.
+fn publishers_vs_worker(workers: usize, publishers: usize, spinning: bool) {
+    loom::model(move || {
+        let idle = Arc::new(Idle::new(workers));
+        if spinning {
+            assert!(idle.try_start_spinning());
+        }
         let work = Arc::new(AtomicBool::new(false));
-        let publisher = {
-            let (idle, work) = (idle.clone(), work.clone());
-            thread::spawn(move || {
-                work.store(true, Ordering::Relaxed);
-                idle.notify_one();
-            })
-        };
-        worker(&idle, &work, false);
-        publisher.join().unwrap();
+        let publishers: Vec<_> = (0..publishers).map(|_| publish(&idle, &work)).collect();
+        worker(&idle, &work, spinning);
+        for p in publishers {
+            p.join().unwrap();
+        }
         assert_eq!(idle.counts(), (0, 0));
     });
+}
+
+/// A push racing a worker going to sleep is never lost.
+#[test]
+fn park_races_with_push() {
+    publishers_vs_worker(1, 1, false);
 }
 
 /// The publisher sees a spinner and does not wake anyone; the spinner then
 /// gives up and goes to sleep: its own re-check must find the work.
 #[test]
 fn spinner_going_to_sleep_is_not_skipped() {
-    loom::model(|| {
-        let idle = Arc::new(Idle::new(2));
-        assert!(idle.try_start_spinning());
-        let work = Arc::new(AtomicBool::new(false));
-        let publisher = {
-            let (idle, work) = (idle.clone(), work.clone());
-            thread::spawn(move || {
-                work.store(true, Ordering::Relaxed);
-                idle.notify_one();
-            })
-        };
-        worker(&idle, &work, true);
-        publisher.join().unwrap();
-        assert_eq!(idle.counts(), (0, 0));
-    });
+    publishers_vs_worker(2, 1, true);
 }
 
 /// Two publishers and one sleeper: the sleeper is woken (once or twice,
 /// harmlessly) and the bookkeeping ends balanced.
 #[test]
 fn two_publishers_one_sleeper() {
-    loom::model(|| {
-        let idle = Arc::new(Idle::new(1));
-        let work = Arc::new(AtomicBool::new(false));
-        let publishers: Vec<_> = (0..2)
-            .map(|_| {
-                let (idle, work) = (idle.clone(), work.clone());
-                thread::spawn(move || {
-                    work.store(true, Ordering::Relaxed);
-                    idle.notify_one();
-                })
-            })
-            .collect();
-        worker(&idle, &work, false);
-        for p in publishers {
-            p.join().unwrap();
-        }
-        assert_eq!(idle.counts(), (0, 0));
-    });
+    publishers_vs_worker(1, 2, false);
 }

@@ -1,7 +1,18 @@
-//! Helpers shared by the scheduler's integration tests.
+//! Helpers shared by the integration tests.
+//!
+//! Each file in `tests/` is its own crate and includes this module with
+//! `mod common;`, using only some of what is here: without the `allow`, every
+//! crate would warn about the helpers it does not use.
+#![allow(dead_code)]
 
+pub mod drops;
+
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread;
 use std::time::{Duration, Instant};
+
+use stepsched::process::Process;
+use stepsched::sched::Completer;
 
 /// Polls `done` every millisecond until it holds. The 60 s bound is a
 /// liveness guard for a hung scheduler, not a timing claim: on any machine
@@ -11,5 +22,53 @@ pub fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
     while !done() {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
         thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Records the index of every worker thread that runs its stop hook, so a
+/// test can check that none died.
+#[derive(Clone, Default)]
+pub struct ThreadStops(Arc<Mutex<Vec<usize>>>);
+
+impl ThreadStops {
+    /// The hook for `Builder::on_thread_stop`.
+    pub fn hook(&self) -> impl Fn(usize) + Send + Sync + 'static {
+        let stopped = Arc::clone(&self.0);
+        move |i| stopped.lock().unwrap().push(i)
+    }
+
+    /// The indices recorded so far, sorted.
+    pub fn sorted(&self) -> Vec<usize> {
+        let mut stopped = self.0.lock().unwrap().clone();
+        stopped.sort_unstable();
+        stopped
+    }
+}
+
+/// The completers kept by a command handler that never completes them
+/// itself, for the test to complete, drop or inspect.
+pub struct Held<P: Process>(Arc<Mutex<Vec<Completer<P>>>>);
+
+impl<P: Process> Default for Held<P> {
+    fn default() -> Self {
+        Held(Arc::default())
+    }
+}
+
+impl<P: Process> Held<P> {
+    /// A handler (for `Builder::handler`) that keeps every completer here.
+    pub fn handler(&self) -> impl Fn(P::Command, Completer<P>) + Send + Sync + 'static {
+        let held = Arc::clone(&self.0);
+        move |_, completer| held.lock().unwrap().push(completer)
+    }
+
+    /// The completers held now.
+    pub fn lock(&self) -> MutexGuard<'_, Vec<Completer<P>>> {
+        self.0.lock().unwrap()
+    }
+
+    /// Waits until `n` completers are held.
+    pub fn wait_for(&self, what: &str, n: usize) {
+        wait_until(what, || self.lock().len() == n);
     }
 }
