@@ -1,7 +1,9 @@
 //! The process dump, `Scheduler::processes`: it reports what each live
 //! process is doing, and it can be taken in a loop while 10,000 processes
 //! are submitted, messaged and finish on 2 workers, without stopping or
-//! deadlocking them; every entry of every dump is well-formed.
+//! deadlocking them; every entry of every dump is well-formed. It counts
+//! the events queued for a process that cannot drain them, and forgets
+//! them once they are drained or, at close, reported undelivered.
 //!
 //! ```text
 //! cargo test --test sched_dump
@@ -104,6 +106,10 @@ fn check(dump: &[ProcessInfo], workers: usize, started: Instant) -> usize {
             p.since_change <= started.elapsed() + Duration::from_millis(1),
             "since_change within the test: {p:?}"
         );
+        // Each churner is sent one message, and no message reaches a slot
+        // after its process ended: anything above 1 (an underflow, say) is
+        // a miscount.
+        assert!(p.queued <= 1, "queued: {p:?}");
     }
     dump.len()
 }
@@ -243,5 +249,195 @@ fn a_dump_shows_a_process_running_a_step() {
     assert_eq!(dump[0].steps, 0, "the step is not counted until it ends");
     drop(held);
     job.join().unwrap();
+    scheduler.shutdown(Duration::from_secs(5));
+}
+
+/// The command a [`Waiter`] yields; the test's handler keeps its completer.
+struct Hold;
+
+impl stepsched::process::Command for Hold {
+    fn kind(&self) -> &'static str {
+        "hold"
+    }
+}
+
+/// A waiter yields [`Hold`] in its first step and so stays Blocked until
+/// the test completes it, while messages to it pile up unread; after that it
+/// counts the messages it receives and finishes on `0` with the count. A
+/// parent spawns a waiter (from its step, so on its worker's freed slots)
+/// for every message it receives.
+struct Waiter {
+    parent: bool,
+    started: bool,
+    received: u64,
+}
+
+impl Waiter {
+    fn new(parent: bool) -> Self {
+        Waiter {
+            parent,
+            started: false,
+            received: 0,
+        }
+    }
+}
+
+impl Process for Waiter {
+    type Input = ();
+    type Message = u32;
+    type Command = Hold;
+    type Reply = ();
+    type Output = u64;
+    type Error = String;
+
+    fn init(&mut self, _: &str, _: ()) -> Result<(), String> {
+        Ok(())
+    }
+
+    fn step(
+        &mut self,
+        events: &mut Vec<Event<Self>>,
+        out: &mut StepOutput<'_, Self>,
+    ) -> Result<(), String> {
+        if !self.started && !self.parent {
+            self.started = true;
+            out.yield_command(1, Hold); // Blocked until the test completes it
+        }
+        for event in events.drain(..) {
+            match event {
+                Event::Message(_) if self.parent => {
+                    out.spawn(Waiter::new(false), "child", ())
+                        .map_err(|e| format!("spawn: {e:?}"))?;
+                }
+                Event::Message(0) => out.done(self.received),
+                Event::Message(_) => self.received += 1,
+                Event::Completion { tag: 1, result } => {
+                    result.map_err(|e| format!("completion: {e:?}"))?
+                }
+                Event::Cancel(_) => out.done(self.received),
+                other => return Err(format!("unexpected {other:?}")),
+            }
+        }
+        Ok(()) // Wait while the command is out, then Idle
+    }
+}
+
+type Held = Arc<std::sync::Mutex<Vec<stepsched::sched::Completer<Waiter>>>>;
+
+/// A scheduler of [`Waiter`]s on one worker whose `hold` handler keeps every
+/// completer in the returned list, and which counts undelivered events.
+fn holding_scheduler() -> (Scheduler<Waiter>, Held, Arc<AtomicU64>) {
+    let held: Held = Arc::default();
+    let undelivered = Arc::new(AtomicU64::new(0));
+    let scheduler = {
+        let (held, undelivered) = (Arc::clone(&held), Arc::clone(&undelivered));
+        Scheduler::<Waiter>::builder()
+            .workers(1)
+            .handler("hold", move |Hold, completer| {
+                held.lock().unwrap().push(completer)
+            })
+            .on_undelivered(move |_, _| {
+                undelivered.fetch_add(1, Ordering::SeqCst);
+            })
+            .build()
+            .unwrap()
+    };
+    (scheduler, held, undelivered)
+}
+
+/// The dump entry for `pid`, which must be listed.
+fn entry(scheduler: &Scheduler<Waiter>, pid: stepsched::process::Pid) -> ProcessInfo {
+    let dump = scheduler.processes();
+    let found = dump.iter().find(|p| p.pid == pid).copied();
+    found.unwrap_or_else(|| panic!("{pid} is not in the dump {dump:?}"))
+}
+
+#[test]
+fn a_dump_counts_messages_queued_for_a_blocked_process() {
+    const SENT: u32 = 7;
+    let (scheduler, held, _) = holding_scheduler();
+    let job = scheduler
+        .submit_joinable(Waiter::new(false), "wait", ())
+        .unwrap();
+    let pid = job.pid();
+    wait_until("the process to block on its command", || {
+        let p = entry(&scheduler, pid);
+        p.state == Lifecycle::Blocked && held.lock().unwrap().len() == 1
+    });
+    assert_eq!(entry(&scheduler, pid).queued, 0, "nothing sent yet");
+
+    // A message does not wake a Blocked process: these stay in its mailbox.
+    for n in 1..=SENT {
+        scheduler.send(pid, n).unwrap();
+    }
+    let p = entry(&scheduler, pid);
+    assert_eq!(p.state, Lifecycle::Blocked, "{p:?}");
+    assert_eq!(p.steps, 1, "it has not run since: {p:?}");
+    assert_eq!(p.queued, SENT, "every message sent is queued: {p:?}");
+
+    // The completion wakes it; its step drains the messages and the
+    // completion, and it goes Idle.
+    let completer = held.lock().unwrap().pop().unwrap();
+    completer.succeed(()).unwrap();
+    wait_until("the process to run and go idle", || {
+        let p = entry(&scheduler, pid);
+        p.state == Lifecycle::Idle && p.steps == 2
+    });
+    let p = entry(&scheduler, pid);
+    assert_eq!(p.queued, 0, "its step drained everything: {p:?}");
+
+    scheduler.send(pid, 0).unwrap();
+    assert_eq!(job.join(), Ok(u64::from(SENT)), "it read every message");
+    assert_eq!(scheduler.shutdown(Duration::from_secs(5)).forced, 0);
+}
+
+#[test]
+fn events_left_at_close_are_uncounted_before_the_slot_is_reused() {
+    const SENT: u32 = 5;
+    let (scheduler, held, undelivered) = holding_scheduler();
+    let parent = scheduler.submit(Waiter::new(true), "parent", ()).unwrap();
+    // The first child: blocked, with messages queued.
+    scheduler.send(parent, 1).unwrap();
+    wait_until("the first child to block", || {
+        held.lock().unwrap().len() == 1
+    });
+    let first = held.lock().unwrap()[0].pid();
+    wait_until("the first child to be Blocked", || {
+        entry(&scheduler, first).state == Lifecycle::Blocked
+    });
+    for n in 1..=SENT {
+        scheduler.send(first, n).unwrap();
+    }
+    assert_eq!(entry(&scheduler, first).queued, SENT);
+
+    // Terminating a waiting process closes it without a step: the messages
+    // are reported as undelivered, and its slot goes to the worker's cache.
+    scheduler.terminate(first).unwrap();
+    wait_until("the first child's messages to be reported", || {
+        undelivered.load(Ordering::SeqCst) == u64::from(SENT)
+    });
+    wait_until("the first child to be gone", || {
+        scheduler.processes().iter().all(|p| p.pid != first)
+    });
+
+    // The parent's step spawns the second child on that worker, which
+    // reuses the freed slot; it starts with nothing queued.
+    scheduler.send(parent, 2).unwrap();
+    wait_until("the second child to block", || {
+        held.lock().unwrap().len() == 2
+    });
+    let second = held.lock().unwrap()[1].pid();
+    assert_eq!(second.index(), first.index(), "the slot was reused");
+    assert_eq!(second.generation(), first.generation() + 1);
+    wait_until("the second child to be Blocked", || {
+        entry(&scheduler, second).state == Lifecycle::Blocked
+    });
+    let p = entry(&scheduler, second);
+    assert_eq!(
+        p.queued, 0,
+        "the closed process's events are not counted: {p:?}"
+    );
+    assert_eq!(undelivered.load(Ordering::SeqCst), u64::from(SENT));
+    held.lock().unwrap().clear(); // completes both with Dropped
     scheduler.shutdown(Duration::from_secs(5));
 }

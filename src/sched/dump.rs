@@ -20,12 +20,18 @@
 //! has run (a step counted, or Running: `run_task` stores it before its
 //! `start` CAS).
 //!
-//! Queued events are not reported: a [`Mailbox`](crate::mpsc::Mailbox) has
-//! no length (its consumer side is the running worker's alone, so another
-//! thread cannot even ask whether it is empty without racing the consumer
-//! that frees its nodes), and keeping a per-slot count would cost every
-//! message an atomic read-modify-write on the sender side and another on the
-//! receiving worker.
+//! Queued events come from two counters per slot rather than from the
+//! [`Mailbox`](crate::mpsc::Mailbox), which has no length (its consumer side
+//! is the running worker's alone, so another thread cannot even ask whether
+//! it is empty without racing the consumer that frees its nodes). The one
+//! delivery path counts each event just before pushing it (an atomic RMW
+//! per event, on the slot the push and the state-word notify already
+//! write), and the worker counts the events it drained once per step (a
+//! load and a store, no RMW). See `Slot::queued` in `table.rs` for why the
+//! figure never underflows. The counters are never reset: an event that
+//! lands after its process ended stays counted until whoever next holds
+//! the slot drains (and reports) it, which is exactly what the mailbox
+//! holds.
 
 use super::scheduler::Scheduler;
 use crate::process::state::Lifecycle;
@@ -51,6 +57,16 @@ pub struct ProcessInfo {
     /// scheduler's clock may lag by as long as a worker takes for 488 steps
     /// (see `src/sched/clock.rs`).
     pub since_change: Duration,
+    /// Events (messages, completions, cancels) sent to it and not yet taken
+    /// by a worker for a step. A snapshot, not a bound: while the process is
+    /// being sent to or stepped it may be momentarily high, by events still
+    /// being pushed and by events its worker is taking at that moment (the
+    /// worker counts them once per step); it is never below what the
+    /// mailbox held when the entry was read, and never underflows. Events
+    /// queued for an earlier process in the same slot (sent just as it
+    /// ended, to be reported as undelivered) are counted until a worker
+    /// drains them.
+    pub queued: u32,
 }
 
 impl<P: Process> Scheduler<P> {
@@ -61,7 +77,8 @@ impl<P: Process> Scheduler<P> {
     /// costs a scan of the process table). Each entry is consistent with
     /// itself but read at its own moment; a process that ends during the
     /// scan may be missing, one that starts may or may not be listed.
-    /// Queued events are not reported: see the `dump` module docs for why.
+    /// An entry's `queued` may be momentarily high while events are being
+    /// pushed or drained (see [`ProcessInfo::queued`]).
     ///
     /// ```
     /// # use stepsched::process::{Event, NoCommand, Process, StepOutput};
@@ -82,8 +99,8 @@ impl<P: Process> Scheduler<P> {
     /// assert_eq!(dump.len(), 1);
     /// assert_eq!(dump[0].pid, pid);
     /// for p in &dump {
-    ///     println!("{} {:?} steps={} worker={:?} for {:?}",
-    ///              p.pid, p.state, p.steps, p.last_worker, p.since_change);
+    ///     println!("{} {:?} steps={} worker={:?} for {:?} queued={}",
+    ///              p.pid, p.state, p.steps, p.last_worker, p.since_change, p.queued);
     /// }
     /// ```
     pub fn processes(&self) -> Vec<ProcessInfo> {
@@ -101,6 +118,8 @@ impl<P: Process> Scheduler<P> {
             let steps = slot.steps.load(Ordering::Acquire);
             let worker = slot.last_worker.load(Ordering::Acquire);
             let changed_at = slot.changed_at.load(Ordering::Acquire);
+            // Acquire loads inside (see `Slot::queued`).
+            let queued = slot.queued();
             let after = slot.state.load();
             if after.generation() != before.generation() {
                 continue; // it ended while we read: do not mix incarnations
@@ -112,6 +131,7 @@ impl<P: Process> Scheduler<P> {
                 last_worker: (steps > 0 || before.lifecycle() == Lifecycle::Running)
                     .then_some(worker % workers),
                 since_change: Duration::from_millis(now.saturating_sub(changed_at)),
+                queued,
             });
         }
         dump

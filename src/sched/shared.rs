@@ -193,6 +193,9 @@ impl<P: Process> Shared<P> {
             generation: pid.generation(),
             event,
         };
+        // Counted before the push, so that no pop can come before its count
+        // (the process dump's queued figure; see `Slot::queued`).
+        slot.count_push();
         match nodes {
             Some(nodes) => slot.events.push_with(envelope, nodes),
             None => slot.events.push(envelope),
@@ -258,11 +261,14 @@ impl<P: Process> Shared<P> {
     /// and the workers joined): the caller is every mailbox's only consumer.
     pub(crate) unsafe fn report_stranded(&self) {
         for slot in self.table.slots() {
+            let mut drained = 0;
             // SAFETY: the caller's contract makes us the only consumer.
             while let Some(envelope) = unsafe { slot.events.pop() } {
+                drained += 1;
                 let to = Pid::new(slot.pid().index(), envelope.generation);
                 self.undelivered(to, envelope.event);
             }
+            slot.count_drained(drained);
         }
     }
 

@@ -468,9 +468,11 @@ impl<P: Process> Local<P> {
     /// (and reporting) events meant for an earlier process in this slot and
     /// completions of tags the process is not waiting for.
     fn collect_events(&mut self, slot: &Slot<P>, body: &mut Body<P>, pid: Pid) {
+        let mut drained = 0;
         // SAFETY: we hold the process (Running), which makes us the queue's
         // only consumer.
         while let Some(envelope) = unsafe { slot.events.pop_with(&mut self.nodes) } {
+            drained += 1;
             if envelope.generation != pid.generation() {
                 let stale = Pid::new(pid.index(), envelope.generation);
                 self.shared.undelivered(stale, envelope.event);
@@ -491,6 +493,8 @@ impl<P: Process> Local<P> {
             }
             self.events.push(envelope.event);
         }
+        // Once per step, for the process dump's queued figure.
+        slot.count_drained(drained);
     }
 
     fn apply_spawns(&mut self) {
@@ -585,12 +589,15 @@ impl<P: Process> Local<P> {
                 }
             }
         }
+        let mut drained = 0;
         // SAFETY: we still hold the process (Complete, not yet freed): the
         // only consumer of its queue.
         while let Some(envelope) = unsafe { slot.events.pop_with(&mut self.nodes) } {
+            drained += 1;
             let to = Pid::new(pid.index(), envelope.generation);
             self.shared.undelivered(to, envelope.event);
         }
+        slot.count_drained(drained);
         body.pending.clear();
         let joiner = body.joiner.take();
         if matches!(outcome, Err(ProcessError::Shutdown)) {
