@@ -473,6 +473,8 @@ const BACKOFF_SHIFT_MAX: u32 = if cfg!(loom) { 0 } else { 6 };
 /// cores on every attempt; waiting a little lets the winner push several
 /// items while it holds the line. Bounded, so a push never waits on another
 /// thread's progress.
+// Under loom `BACKOFF_SHIFT_MAX` is 0 and the `min` a no-op, as intended.
+#[cfg_attr(loom, allow(clippy::unnecessary_min_or_max))]
 fn back_off(failures: u32) {
     for _ in 0..1u32 << failures.min(BACKOFF_SHIFT_MAX) {
         crate::sync::spin_loop();
