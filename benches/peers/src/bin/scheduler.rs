@@ -45,6 +45,7 @@
 //!   cargo run --release -p stepsched-peers --bin scheduler           # full sizes, 5 rounds
 //! SCALE=0.01 ROUNDS=1 cargo run --release -p stepsched-peers --bin scheduler   # smoke run
 //! STEPSCHED_TRACE=65536 cargo run --release -p stepsched-peers --bin scheduler   # tracer on
+//! STEPSCHED_ONLY=1 SCALE=0.2 cargo run --release -p stepsched-peers --bin scheduler  # no tokio
 //! ```
 //!
 //! `SCALE` multiplies N, D, the yields per task, the round trips and the
@@ -210,7 +211,7 @@ struct Row {
 
 fn median(times: &mut [Duration]) -> Duration {
     times.sort();
-    times[times.len() / 2]
+    times.get(times.len() / 2).copied().unwrap_or_default()
 }
 
 fn per_op(d: Duration, ops: u64) -> f64 {
@@ -251,14 +252,26 @@ fn compare(
     mut stepsched: impl FnMut() -> Duration,
 ) -> (Vec<Duration>, Vec<Duration>) {
     // One untimed warm-up round each: threads, table pages, queue blocks.
-    tokio();
+    let with_tokio = !stepsched_only();
+    if with_tokio {
+        tokio();
+    }
     stepsched();
     let (mut t, mut s) = (Vec::new(), Vec::new());
     for _ in 0..rounds {
-        t.push(tokio());
+        if with_tokio {
+            t.push(tokio());
+        }
         s.push(stepsched());
     }
     (t, s)
+}
+
+/// Whether `STEPSCHED_ONLY` is set: run the stepsched side of each
+/// scenario only and skip the resource figures (a quick tracer on/off
+/// comparison; the tokio column then reads 0).
+fn stepsched_only() -> bool {
+    std::env::var_os("STEPSCHED_ONLY").is_some()
 }
 
 /// The builder of every timed scenario: `WORKERS` workers, and the
@@ -348,8 +361,10 @@ fn main() {
         );
     }
 
-    println!();
-    resources(scale);
+    if !stepsched_only() {
+        println!();
+        resources(scale);
+    }
 }
 
 fn row(
