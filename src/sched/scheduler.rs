@@ -11,7 +11,7 @@ use super::monitor::{Monitor, MonitorConfig};
 use super::shared::{phase, Config, Hooks, Refusal, Remote, Shared};
 use super::stats::{Counters, Stats};
 use super::table::{Table, Task};
-use super::trace::{Trace, Tracing};
+use super::trace::{Kind as TraceKind, Trace, Tracing};
 use super::worker::Local;
 use crate::deque::Worker;
 use crate::padded::CachePadded;
@@ -207,6 +207,7 @@ impl<P: Process> Scheduler<P> {
         let pid = slot.pid();
         // Relaxed: a statistic.
         shared.submitted.fetch_add(1, Ordering::Relaxed);
+        shared.trace_outside(TraceKind::Submit, pid, 0, 0);
         shared.global.push(Task::new(slot));
         shared.idle.notify_one();
         Ok(pid)
@@ -222,8 +223,9 @@ impl<P: Process> Scheduler<P> {
         if self.shared.phase() != phase::RUNNING {
             return Err(SendError::ShuttingDown(message));
         }
-        self.shared
-            .deliver_remote(to, Event::Message(message), Wake::Message)
+        let shared = &*self.shared;
+        (shared.deliver_remote(to, Event::Message(message), Wake::Message))
+            .map(|woke| shared.trace_outside(TraceKind::Send, to, 0, u32::from(woke)))
             .map_err(|(refusal, event)| {
                 let Event::Message(message) = event else {
                     unreachable!("deliver hands back the event it was given")
