@@ -46,6 +46,7 @@
 //! SCALE=0.01 ROUNDS=1 cargo run --release -p stepsched-peers --bin scheduler   # smoke run
 //! STEPSCHED_TRACE=65536 cargo run --release -p stepsched-peers --bin scheduler   # tracer on
 //! STEPSCHED_ONLY=1 SCALE=0.2 cargo run --release -p stepsched-peers --bin scheduler  # no tokio
+//! SCENARIOS=yield_many,ping_pong cargo run --release -p stepsched-peers --bin scheduler  # some
 //! ```
 //!
 //! `SCALE` multiplies N, D, the yields per task, the round trips and the
@@ -305,43 +306,39 @@ fn main() {
          (median of rounds; ratio = tokio / stepsched, above 1 = stepsched faster)\n"
     );
 
+    // `SCENARIOS=yield_many,ping_pong` runs only those.
+    let scenarios = std::env::var("SCENARIOS").ok();
+    let wanted =
+        |name: &str| (scenarios.as_deref()).map_or(true, |v| v.split(',').any(|s| s == name));
     let mut rows = Vec::new();
-    let n = sizes.spawn_many;
-    let (t, s) = spawn_many(n, rounds);
-    rows.push(row("spawn_many", format!("{n} tasks"), "task", n, t, s));
-    let d = sizes.chain_depth;
-    let (t, s) = chained_spawn(d, rounds);
-    rows.push(row("chained_spawn", format!("depth {d}"), "spawn", d, t, s));
-    let (p, k) = (sizes.yield_tasks, sizes.yields);
-    let (t, s) = yield_many(p, k, rounds);
-    rows.push(row(
-        "yield_many",
-        format!("{p} x {k}"),
-        "yield",
-        p * k,
-        t,
-        s,
-    ));
-    let r = sizes.round_trips;
-    let (t, s) = ping_pong(r, rounds);
-    rows.push(row(
-        "ping_pong",
-        format!("{r} round trips"),
-        "round trip",
-        r,
-        t,
-        s,
-    ));
-    let (w, q) = (sizes.fan_workers, sizes.fan_rounds);
-    let (t, s) = fan_out_fan_in(w, q, rounds);
-    rows.push(row(
-        "fan_out_fan_in",
-        format!("{w} x {q} rounds"),
-        "round",
-        q,
-        t,
-        s,
-    ));
+    if wanted("spawn_many") {
+        let n = sizes.spawn_many;
+        let (t, s) = spawn_many(n, rounds);
+        rows.push(row("spawn_many", format!("{n} tasks"), "task", n, t, s));
+    }
+    if wanted("chained_spawn") {
+        let d = sizes.chain_depth;
+        let (t, s) = chained_spawn(d, rounds);
+        rows.push(row("chained_spawn", format!("depth {d}"), "spawn", d, t, s));
+    }
+    if wanted("yield_many") {
+        let (p, k) = (sizes.yield_tasks, sizes.yields);
+        let (t, s) = yield_many(p, k, rounds);
+        let size = format!("{p} x {k}");
+        rows.push(row("yield_many", size, "yield", p * k, t, s));
+    }
+    if wanted("ping_pong") {
+        let r = sizes.round_trips;
+        let (t, s) = ping_pong(r, rounds);
+        let size = format!("{r} round trips");
+        rows.push(row("ping_pong", size, "round trip", r, t, s));
+    }
+    if wanted("fan_out_fan_in") {
+        let (w, q) = (sizes.fan_workers, sizes.fan_rounds);
+        let (t, s) = fan_out_fan_in(w, q, rounds);
+        let size = format!("{w} x {q} rounds");
+        rows.push(row("fan_out_fan_in", size, "round", q, t, s));
+    }
 
     println!(
         "{:<16} {:<22} {:<11} {:>12} {:>12} {:>8}",
