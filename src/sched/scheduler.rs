@@ -375,14 +375,16 @@ impl<P: Process> Scheduler<P> {
     /// owns its ring while it runs and hands it back when it exits, so
     /// there is nothing to read before. `None` if tracing is off, before
     /// shutdown, if a worker is stuck in a step, or if the trace was
-    /// already taken.
+    /// already taken. It calibrates the TSC against the OS clock over the
+    /// whole run, so it sleeps until 10 ms have passed since the build if
+    /// they have not.
     pub fn trace(&self) -> Option<Trace> {
         self.shared.trace.as_ref()?.take()
     }
 
     /// Pauses (`false`) or resumes (`true`) the execution tracer's
-    /// recording, on every worker, from its next event (a step whose begin
-    /// was recorded still records its end). Returns `false`, and does
+    /// recording, on every worker and outside thread, from its next event
+    /// (a step already begun is still recorded whole). Returns `false`, and does
     /// nothing, if the builder did not turn tracing on ([`Builder::trace`]),
     /// since the rings are allocated at build. A trace with pauses no longer
     /// matches [`stats`](Scheduler::stats), which counts throughout.

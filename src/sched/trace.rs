@@ -20,22 +20,22 @@
 //! step ended, is written when it returns. Events, each beside the counter
 //! of [`Stats`](super::Stats) that counts it, so the two agree:
 //!
-//! | kind             | track   | numbers                  | stamp      | counter        |
-//! |------------------|---------|--------------------------|------------|----------------|
-//! | `Step`           | worker  | PID, end, status         | begin, end | `steps`        |
-//! | `Steal`          | worker  | victim, processes        | own        | `steals`       |
-//! | `GlobalTake`     | worker  | processes moved          | own        | `global_takes` |
-//! | `InjectTake`     | worker  | processes moved          | own        | `inject_takes` |
-//! | `Spin`           | worker  | idle round               | own        | `spins`        |
-//! | `Park`           | worker  |                          | own        | `parks`        |
-//! | `Unpark`         | worker  |                          | own        | `wakeups`      |
-//! | `WakeMessage`    | worker  | PID woken by a step's send | step end |                |
-//! | `Spawn`          | worker  | child PID                | step end   |                |
-//! | `Complete`       | worker  | PID                      | step end¹  |                |
-//! | `Exit`           | worker  |                          | own        |                |
-//! | `Submit`         | outside | PID                      | own        | `submitted`    |
-//! | `Send`           | outside | PID, whether it woke it  | own        |                |
-//! | `WakeCompletion` | outside | PID, tag                 | own        |                |
+//! | kind             | track   | numbers                    | stamp      | counter        |
+//! |------------------|---------|----------------------------|------------|----------------|
+//! | `Step`           | worker  | PID, end, status           | begin, end | `steps`        |
+//! | `Steal`          | worker  | victim, processes          | own        | `steals`       |
+//! | `GlobalTake`     | worker  | processes moved            | own        | `global_takes` |
+//! | `InjectTake`     | worker  | processes moved            | own        | `inject_takes` |
+//! | `Spin`           | worker  | idle round                 | own        | `spins`        |
+//! | `Park`           | worker  |                            | own        | `parks`        |
+//! | `Unpark`         | worker  |                            | own        | `wakeups`      |
+//! | `WakeMessage`    | worker  | PID woken by a step's send | step end   |                |
+//! | `Spawn`          | worker  | child PID                  | step end   |                |
+//! | `Complete`       | worker  | PID                        | step end¹  | `completed`    |
+//! | `Exit`           | worker  |                            | own        |                |
+//! | `Submit`         | outside | PID                        | own        | `submitted`    |
+//! | `Send`           | outside | PID, whether it woke it    | own        |                |
+//! | `WakeCompletion` | outside | PID, tag                   | own        |                |
 //!
 //! "Step end": a step's spawns, sends and ending are applied right after it
 //! returns, and stamped with its end reading rather than a reading of their
@@ -48,9 +48,9 @@
 //! (`Completer::complete`) are recorded in one *outside* ring behind a
 //! mutex, shared by those threads and exported as a track of its own. A
 //! worker never takes that lock on its own account: its spawns and sends are
-//! in its ring, and a handler that completes on the worker, during the
-//! process's step, wakes nothing (the process is Running) and records
-//! nothing. Only a worker that completes *another*, waiting process's
+//! in its ring, and a handler that completes on the worker (handlers run
+//! right after the step, while the process is still Running) wakes nothing
+//! and records nothing. Only a worker that completes *another*, waiting process's
 //! command (a completer handed between processes) takes it. So the cost of
 //! tracing outside threads falls on those threads: an uncontended lock and
 //! a clock read per submit or send. The shutdown phases are recorded by the

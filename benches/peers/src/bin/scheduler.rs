@@ -308,8 +308,10 @@ fn main() {
 
     // `SCENARIOS=yield_many,ping_pong` runs only those.
     let scenarios = std::env::var("SCENARIOS").ok();
-    let wanted =
-        |name: &str| (scenarios.as_deref()).map_or(true, |v| v.split(',').any(|s| s == name));
+    let wanted = |name: &str| match &scenarios {
+        Some(list) => list.split(',').any(|s| s == name),
+        None => true,
+    };
     let mut rows = Vec::new();
     if wanted("spawn_many") {
         let n = sizes.spawn_many;
