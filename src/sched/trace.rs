@@ -76,6 +76,7 @@
 //! written as microseconds with three decimals.
 
 use super::ticks::{Calibration, CalibrationStart, Ticks};
+use crate::padded::CachePadded;
 use crate::process::Pid;
 use crate::sync::{Arc, AtomicBool, Mutex, Ordering};
 use std::io::{self, Write};
@@ -181,11 +182,18 @@ impl Records {
 }
 
 /// One worker's ring of records. Owned and written by that worker only.
+///
+/// Aligned (and so padded) to 128 bytes like
+/// [`CachePadded`](crate::padded::CachePadded): the workers' rings are
+/// boxed one after the other at build, and without it one worker's
+/// per-event writes (`next`, the step stamps) would share a line with its
+/// neighbour's.
+#[repr(align(128))]
 pub(crate) struct Ring {
     clock: Ticks,
     /// The run-time switch ([`Scheduler::set_tracing`](super::Scheduler::set_tracing)),
     /// shared by every ring of a scheduler. Written rarely, read per event.
-    enabled: Arc<AtomicBool>,
+    enabled: Arc<CachePadded<AtomicBool>>,
     records: Records,
     /// The current step's begin reading, if the step is being recorded.
     step_begin: Option<u64>,
@@ -196,7 +204,11 @@ pub(crate) struct Ring {
 
 impl Ring {
     /// A ring of `capacity` records (at least 1), all allocated now.
-    pub(crate) fn new(clock: Ticks, capacity: usize, enabled: Arc<AtomicBool>) -> Self {
+    pub(crate) fn new(
+        clock: Ticks,
+        capacity: usize,
+        enabled: Arc<CachePadded<AtomicBool>>,
+    ) -> Self {
         Ring {
             clock,
             enabled,
@@ -462,8 +474,9 @@ pub(crate) struct Tracing {
     pub(crate) clock: Ticks,
     calibration: CalibrationStart,
     pub(crate) capacity: usize,
-    /// Whether anyone records (see `Ring::enabled`).
-    pub(crate) enabled: Arc<AtomicBool>,
+    /// Whether anyone records (see `Ring::enabled`). Padded: read by every
+    /// worker per event, it must not share a line with anything written.
+    pub(crate) enabled: Arc<CachePadded<AtomicBool>>,
     rings: Mutex<Vec<Option<Ring>>>,
     /// Events of threads that are not workers.
     outside: Mutex<Option<Records>>,
@@ -477,7 +490,7 @@ impl Tracing {
             clock,
             calibration: Calibration::start(&clock),
             capacity,
-            enabled: Arc::new(AtomicBool::new(true)),
+            enabled: Arc::new(CachePadded(AtomicBool::new(true))),
             rings: Mutex::new((0..workers).map(|_| None).collect()),
             outside: Mutex::new(Some(Records::new(capacity))),
             phases: Mutex::new(Vec::new()),
