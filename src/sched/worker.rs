@@ -167,14 +167,24 @@ impl<P: Process> Local<P> {
         if self.spinning {
             let _ = shared.idle.stop_spinning();
         }
-        if let Some(mut ring) = self.trace.take() {
-            ring.record(Kind::Exit, 0, 0);
-            if let Some(tracing) = &shared.trace {
-                tracing.hand_back(self.index, *ring);
-            }
+        if self.trace.is_some() {
+            self.hand_back_trace();
         }
         if let Some(hook) = &shared.hooks.on_thread_stop {
             hook(self.index);
+        }
+    }
+
+    /// Records the exit and leaves the ring with the tracer. Out of line:
+    /// it runs once, and moving a ring inlined grows the worker loop.
+    #[cold]
+    #[inline(never)]
+    fn hand_back_trace(&mut self) {
+        if let Some(mut ring) = self.trace.take() {
+            ring.record(Kind::Exit, 0, 0);
+            if let Some(tracing) = &self.shared.trace {
+                tracing.hand_back(self.index, *ring);
+            }
         }
     }
 
