@@ -169,7 +169,18 @@ mod tests {
 
     #[test]
     fn readings_convert_to_the_nanoseconds_that_passed() {
-        let clock = Ticks::new();
+        check_conversion(Ticks::new());
+    }
+
+    #[test]
+    fn the_instant_fallback_converts_too() {
+        check_conversion(Ticks {
+            tsc: false,
+            epoch: Instant::now(),
+        });
+    }
+
+    fn check_conversion(clock: Ticks) {
         let start = Calibration::start(&clock);
         let first = clock.now();
         let after_first = clock.epoch.elapsed();
