@@ -8,8 +8,9 @@
 //! Open the file at <https://ui.perfetto.dev> (Open trace file) or in
 //! `chrome://tracing`: one track per worker, each step a slice named `step`
 //! (its PID and how it ended in the details), steals, queue takes, parks,
-//! wakeups, spawns and completions as instant events, and the shutdown
-//! phases on the `scheduler` track.
+//! wakeups, spawns and completions as instant events; the shutdown phases
+//! on the `scheduler` track; and this main thread's submits and sends on
+//! the `outside` track.
 
 use std::fs::File;
 use std::io::BufWriter;

@@ -3,6 +3,7 @@
 
 use super::error::CompleteError;
 use super::shared::Shared;
+use super::trace::Kind as TraceKind;
 use crate::process::state::Wake;
 use crate::process::{CommandError, Event, Pid, Process};
 use core::fmt;
@@ -117,7 +118,13 @@ impl<P: Process> Completer<P> {
             .shared
             .deliver_remote(self.pid, event, Wake::Completion)
         {
-            Ok(()) => Ok(()),
+            Ok(woke) => {
+                if woke {
+                    let kind = TraceKind::WakeCompletion;
+                    self.shared.trace_outside(kind, self.pid, self.tag, 0);
+                }
+                Ok(())
+            }
             Err((refusal, event)) => {
                 let Event::Completion { result, .. } = event else {
                     unreachable!("deliver hands back the event it was given")

@@ -45,6 +45,8 @@ mod stats;
 #[cfg(not(loom))]
 mod table;
 #[cfg(not(loom))]
+mod ticks;
+#[cfg(not(loom))]
 mod trace;
 #[cfg(not(loom))]
 mod worker;

@@ -11,7 +11,7 @@ use super::monitor::{Monitor, MonitorConfig};
 use super::shared::{phase, Config, Hooks, Refusal, Remote, Shared};
 use super::stats::{Counters, Stats};
 use super::table::{Table, Task};
-use super::trace::{Trace, Tracing};
+use super::trace::{Kind as TraceKind, Trace, Tracing};
 use super::worker::Local;
 use crate::deque::Worker;
 use crate::padded::CachePadded;
@@ -207,6 +207,7 @@ impl<P: Process> Scheduler<P> {
         let pid = slot.pid();
         // Relaxed: a statistic.
         shared.submitted.fetch_add(1, Ordering::Relaxed);
+        shared.trace_outside(TraceKind::Submit, pid, 0, 0);
         shared.global.push(Task::new(slot));
         shared.idle.notify_one();
         Ok(pid)
@@ -222,8 +223,9 @@ impl<P: Process> Scheduler<P> {
         if self.shared.phase() != phase::RUNNING {
             return Err(SendError::ShuttingDown(message));
         }
-        self.shared
-            .deliver_remote(to, Event::Message(message), Wake::Message)
+        let shared = &*self.shared;
+        (shared.deliver_remote(to, Event::Message(message), Wake::Message))
+            .map(|woke| shared.trace_outside(TraceKind::Send, to, 0, u32::from(woke)))
             .map_err(|(refusal, event)| {
                 let Event::Message(message) = event else {
                     unreachable!("deliver hands back the event it was given")
@@ -373,14 +375,16 @@ impl<P: Process> Scheduler<P> {
     /// owns its ring while it runs and hands it back when it exits, so
     /// there is nothing to read before. `None` if tracing is off, before
     /// shutdown, if a worker is stuck in a step, or if the trace was
-    /// already taken.
+    /// already taken. It calibrates the TSC against the OS clock over the
+    /// whole run, so it sleeps until 10 ms have passed since the build if
+    /// they have not.
     pub fn trace(&self) -> Option<Trace> {
         self.shared.trace.as_ref()?.take()
     }
 
     /// Pauses (`false`) or resumes (`true`) the execution tracer's
-    /// recording, on every worker, from its next event (a step whose begin
-    /// was recorded still records its end). Returns `false`, and does
+    /// recording, on every worker and outside thread, from its next event
+    /// (a step already begun is still recorded whole). Returns `false`, and does
     /// nothing, if the builder did not turn tracing on ([`Builder::trace`]),
     /// since the rings are allocated at build. A trace with pauses no longer
     /// matches [`stats`](Scheduler::stats), which counts throughout.

@@ -9,7 +9,7 @@ use super::idle::Idle;
 use super::monitor::StepWatch;
 use super::stats::Counters;
 use super::table::{Envelope, FreeCache, Slot, Table, Task};
-use super::trace::Tracing;
+use super::trace::{Kind as TraceKind, Tracing};
 use crate::deque::Stealer;
 use crate::mpsc::NodeCache;
 use crate::padded::CachePadded;
@@ -214,17 +214,20 @@ impl<P: Process> Shared<P> {
 
     /// [`Shared::deliver`] from a thread that is not running this
     /// process's step: a woken process goes to its last worker's inject
-    /// queue.
+    /// queue. Returns whether the event woke the process.
     pub(crate) fn deliver_remote(
         &self,
         pid: Pid,
         event: Event<P>,
         kind: Wake,
-    ) -> Result<(), (Refusal, Event<P>)> {
-        if let Some(task) = self.deliver(pid, event, kind, None)? {
-            self.schedule_remote(task);
+    ) -> Result<bool, (Refusal, Event<P>)> {
+        match self.deliver(pid, event, kind, None)? {
+            Some(task) => {
+                self.schedule_remote(task);
+                Ok(true)
+            }
+            None => Ok(false),
         }
-        Ok(())
     }
 
     /// Queues a Ready process from outside the workers.
@@ -233,6 +236,14 @@ impl<P: Process> Shared<P> {
         let worker = task.slot().last_worker.load(Ordering::Relaxed) % self.remotes.len();
         self.remotes[worker].inject.push(task);
         self.idle.notify_one();
+    }
+
+    /// Records an event of a thread that is not a worker in the trace's
+    /// outside ring, if tracing is on (see `trace.rs`).
+    pub(crate) fn trace_outside(&self, kind: TraceKind, pid: Pid, extra: u64, b: u32) {
+        if let Some(tracing) = &self.trace {
+            tracing.outside(kind, pid, extra, b);
+        }
     }
 
     /// Records a shutdown phase in the trace, if tracing is on.

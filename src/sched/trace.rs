@@ -6,66 +6,87 @@
 //! [`Scheduler::set_tracing`](super::Scheduler::set_tracing) pauses and
 //! resumes recording at run time (a Relaxed load of a shared, read-mostly
 //! flag per event, paid only when the builder asked for tracing). A step
-//! whose begin was recorded always gets its end.
+//! whose begin was stamped is always recorded.
 //!
 //! # Recording
 //!
 //! Each worker owns its [`Ring`]: a boxed slice of fixed-size records it
 //! writes with plain stores (no atomics, no cross-core traffic, no
-//! allocation; when full it overwrites its oldest records). A record is a
-//! timestamp (nanoseconds since the scheduler started, one `Instant` read,
-//! ~30 ns on our machine), a [`Kind`] and two numbers. Events, each beside
-//! the counter of [`Stats`](super::Stats) that counts it, so the two agree:
+//! allocation; when full it overwrites its oldest records). A record is 32
+//! bytes: a raw clock reading (see `ticks.rs`: the TSC where it is
+//! invariant, ~10 ns, else an `Instant`, ~30 ns), a [`Kind`] and three
+//! numbers. A step is one record: its begin reading is kept in the ring
+//! while the step runs, and the record, with the end reading and how the
+//! step ended, is written when it returns. Events, each beside the counter
+//! of [`Stats`](super::Stats) that counts it, so the two agree:
 //!
-//! | kind           | numbers             | counter          |
-//! |----------------|---------------------|------------------|
-//! | `StepBegin`    | PID                 |                  |
-//! | `StepEnd`      | PID, status         | `steps`          |
-//! | `Steal`        | victim, processes   | `steals`         |
-//! | `GlobalTake`   | processes moved     | `global_takes`   |
-//! | `InjectTake`   | processes moved     | `inject_takes`   |
-//! | `Spin`         | idle round          | `spins`          |
-//! | `Park`         |                     | `parks`          |
-//! | `Unpark`       |                     | `wakeups`        |
-//! | `WakeMessage`  | PID woken by a send |                  |
-//! | `Spawn`        | child PID           |                  |
-//! | `Complete`     | PID                 |                  |
-//! | `Exit`         |                     |                  |
+//! | kind             | track   | numbers                    | stamp      | counter        |
+//! |------------------|---------|----------------------------|------------|----------------|
+//! | `Step`           | worker  | PID, end, status           | begin, end | `steps`        |
+//! | `Steal`          | worker  | victim, processes          | own        | `steals`       |
+//! | `GlobalTake`     | worker  | processes moved            | own        | `global_takes` |
+//! | `InjectTake`     | worker  | processes moved            | own        | `inject_takes` |
+//! | `Spin`           | worker  | idle round                 | own        | `spins`        |
+//! | `Park`           | worker  |                            | own        | `parks`        |
+//! | `Unpark`         | worker  |                            | own        | `wakeups`      |
+//! | `WakeMessage`    | worker  | PID woken by a step's send | step end   |                |
+//! | `Spawn`          | worker  | child PID                  | step end   |                |
+//! | `Complete`       | worker  | PID                        | step end¹  | `completed`    |
+//! | `Exit`           | worker  |                            | own        |                |
+//! | `Submit`         | outside | PID                        | own        | `submitted`    |
+//! | `Send`           | outside | PID, whether it woke it    | own        |                |
+//! | `WakeCompletion` | outside | PID, tag                   | own        |                |
 //!
-//! Only workers record: a submit, send or completion from another thread
-//! would have to write a shared buffer, which is the cross-core traffic this
-//! design avoids; such a process shows up when a worker takes it
-//! (`GlobalTake`, `InjectTake`, then its `StepBegin`). Completions come from
-//! handlers, which answer from their own threads (or, on the worker, while
-//! the process is still Running, which wakes nothing), so there is no
-//! wake-by-completion event. The shutdown phases are recorded by the thread
-//! running `shutdown`, in a list of their own.
+//! "Step end": a step's spawns, sends and ending are applied right after it
+//! returns, and stamped with its end reading rather than a reading of their
+//! own, which would cost a clock read each. ¹ A process closed without a
+//! step (terminated while queued, or forced at shutdown) gets its own.
+//!
+//! Threads that are not workers (the embedder's, handlers' own threads)
+//! have no ring. Their submits and sends (`Scheduler::submit`,
+//! `Scheduler::send`) and the completions that wake a waiting process
+//! (`Completer::complete`) are recorded in one *outside* ring behind a
+//! mutex, shared by those threads and exported as a track of its own. A
+//! worker never takes that lock on its own account: its spawns and sends
+//! are in its ring, and a handler that completes on the worker (handlers
+//! run right after the step, while the process is still Running) wakes
+//! nothing and records nothing. Only a worker that completes *another*,
+//! waiting process's command (a completer handed between processes) takes
+//! it. So the cost of tracing outside threads falls on those threads: an
+//! uncontended lock (~10 ns here) and a clock read per submit or send. The
+//! shutdown phases are recorded by the thread running `shutdown`, in a list
+//! of their own.
 //!
 //! When the builder did not ask for tracing, the worker's
 //! `Option<Box<Ring>>` is `None` and each event site costs one predictable
-//! branch on a field of the worker.
+//! branch on a field of the worker; outside threads test
+//! `Option<Tracing>` on the shared state.
 //!
 //! # Export
 //!
 //! A worker hands its ring back when it exits, so the trace is complete
 //! after [`Scheduler::shutdown`](super::Scheduler::shutdown):
-//! [`Scheduler::trace`](super::Scheduler::trace) returns a [`Trace`], and
+//! [`Scheduler::trace`](super::Scheduler::trace) takes the second
+//! calibration pair (`ticks.rs`) and returns a [`Trace`], and
 //! [`Trace::write_chrome_json`] writes the JSON (by hand; the crate has no
-//! dependencies): one track per worker (`tid` = worker index) and one for
-//! the scheduler (`tid` = number of workers); steps are `B`/`E` slices named
-//! `step`, everything else instant events (`ph: "i"`).
+//! dependencies): one track per worker (`tid` = worker index), then the
+//! `scheduler` track (shutdown phases, `tid` = number of workers) and the
+//! `outside` track (`tid` = workers + 1); steps are complete events
+//! (`ph: "X"`, with `dur`) named `step`, everything else instant events
+//! (`ph: "i"`). Timestamps are nanoseconds since the tracer started,
+//! written as microseconds with three decimals.
 
+use super::ticks::{Calibration, CalibrationStart, Ticks};
+use crate::padded::CachePadded;
 use crate::process::Pid;
 use crate::sync::{Arc, AtomicBool, Mutex, Ordering};
 use std::io::{self, Write};
-use std::time::Instant;
 
 /// What a trace record says happened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
 pub(crate) enum Kind {
-    StepBegin,
-    StepEnd,
+    Step,
     Steal,
     GlobalTake,
     InjectTake,
@@ -76,12 +97,15 @@ pub(crate) enum Kind {
     Spawn,
     Complete,
     Exit,
+    Submit,
+    Send,
+    WakeCompletion,
 }
 
 impl Kind {
     fn name(self) -> &'static str {
         match self {
-            Kind::StepBegin | Kind::StepEnd => "step",
+            Kind::Step => "step",
             Kind::Steal => "steal",
             Kind::GlobalTake => "global_take",
             Kind::InjectTake => "inject_take",
@@ -92,92 +116,54 @@ impl Kind {
             Kind::Spawn => "spawn",
             Kind::Complete => "complete",
             Kind::Exit => "exit",
+            Kind::Submit => "submit",
+            Kind::Send => "send",
+            Kind::WakeCompletion => "wake_by_completion",
         }
     }
 }
 
-/// One event: 24 bytes.
+/// One event: 32 bytes.
 #[derive(Debug, Clone, Copy)]
 struct Record {
-    /// Nanoseconds since the trace's epoch.
+    /// A [`Ticks`] reading: when it happened (a step: when it began).
     at: u64,
+    /// A step's end reading; a completion's tag.
+    extra: u64,
     a: u64,
     b: u32,
     kind: Kind,
 }
 
-/// One worker's ring of records. Owned and written by that worker only.
-pub(crate) struct Ring {
-    epoch: Instant,
-    /// The run-time switch ([`Scheduler::set_tracing`](super::Scheduler::set_tracing)),
-    /// shared by every ring of a scheduler. Written rarely, read per event.
-    enabled: Arc<AtomicBool>,
+/// A fixed array of records used as a ring: the oldest are overwritten.
+struct Records {
     records: Box<[Record]>,
     /// Where the next record goes.
     next: usize,
     /// Whether `next` has wrapped: the oldest records were overwritten.
     wrapped: bool,
-    /// Whether the current step's begin was recorded (so its end must be).
-    in_step: bool,
 }
 
-impl Ring {
-    /// A ring of `capacity` records (at least 1), all allocated now.
-    pub(crate) fn new(epoch: Instant, capacity: usize, enabled: Arc<AtomicBool>) -> Self {
+impl Records {
+    /// Room for `capacity` records (at least 1), all allocated now.
+    fn new(capacity: usize) -> Self {
         let blank = Record {
             at: 0,
+            extra: 0,
             a: 0,
             b: 0,
             kind: Kind::Exit,
         };
-        Ring {
-            epoch,
-            enabled,
+        Records {
             records: vec![blank; capacity.max(1)].into_boxed_slice(),
             next: 0,
             wrapped: false,
-            in_step: false,
-        }
-    }
-
-    /// Records `kind` with its numbers, stamped now, if tracing is on.
-    /// Returns whether it did.
-    ///
-    /// Never inlined: the call sits behind the worker's `Option` check, and
-    /// inlining the clock read and the ring write into the step loop costs
-    /// it registers even when tracing is off (measured: ~30 instructions a
-    /// step more with it inlined).
-    #[inline(never)]
-    pub(crate) fn record(&mut self, kind: Kind, a: u64, b: u32) -> bool {
-        // Relaxed: a switch that publishes nothing; pairs with the Relaxed
-        // store in `Tracing::set_enabled`, seen at some later event.
-        if !self.enabled.load(Ordering::Relaxed) {
-            return false;
-        }
-        self.write(kind, a, b);
-        true
-    }
-
-    /// Records the start of a step of `pid`, if tracing is on.
-    #[inline(never)]
-    pub(crate) fn begin_step(&mut self, pid: Pid) {
-        self.in_step = self.record(Kind::StepBegin, pid.into_raw(), 0);
-    }
-
-    /// Records the end of the step if its begin was recorded, even if
-    /// tracing was switched off meanwhile: every `StepBegin` has its
-    /// `StepEnd`.
-    #[inline(never)]
-    pub(crate) fn end_step(&mut self, pid: Pid, status: u32) {
-        if core::mem::take(&mut self.in_step) {
-            self.write(Kind::StepEnd, pid.into_raw(), status);
         }
     }
 
     #[inline]
-    fn write(&mut self, kind: Kind, a: u64, b: u32) {
-        let at = self.epoch.elapsed().as_nanos() as u64;
-        self.records[self.next] = Record { at, a, b, kind };
+    fn push(&mut self, record: Record) {
+        self.records[self.next] = record;
         self.next += 1;
         if self.next == self.records.len() {
             self.next = 0;
@@ -196,7 +182,122 @@ impl Ring {
     }
 }
 
-/// The status codes of `StepEnd` records.
+/// One worker's ring of records. Owned and written by that worker only.
+///
+/// Aligned (and so padded) to 128 bytes like
+/// [`CachePadded`](crate::padded::CachePadded): the workers' rings are
+/// boxed one after the other at build, and without it one worker's
+/// per-event writes (`next`, the step stamps) would share a line with its
+/// neighbour's.
+#[repr(align(128))]
+pub(crate) struct Ring {
+    clock: Ticks,
+    /// The run-time switch ([`Scheduler::set_tracing`](super::Scheduler::set_tracing)),
+    /// shared by every ring of a scheduler. Written rarely, read per event.
+    enabled: Arc<CachePadded<AtomicBool>>,
+    records: Records,
+    /// The current step's begin reading, if the step is being recorded.
+    step_begin: Option<u64>,
+    /// The end reading of the last step recorded, if the last step was:
+    /// the stamp of its effects.
+    step_end: Option<u64>,
+}
+
+impl Ring {
+    /// A ring of `capacity` records (at least 1), all allocated now.
+    pub(crate) fn new(
+        clock: Ticks,
+        capacity: usize,
+        enabled: Arc<CachePadded<AtomicBool>>,
+    ) -> Self {
+        Ring {
+            clock,
+            enabled,
+            records: Records::new(capacity),
+            step_begin: None,
+            step_end: None,
+        }
+    }
+
+    #[inline]
+    fn on(&self) -> bool {
+        // Relaxed: a switch that publishes nothing; pairs with the Relaxed
+        // store in `Tracing::set_enabled`, seen at some later event.
+        self.enabled.load(Ordering::Relaxed)
+    }
+
+    /// Records `kind` with its numbers, stamped now, if tracing is on.
+    ///
+    /// Never inlined: the call sits behind the worker's `Option` check, and
+    /// inlining the clock read and the ring write into the step loop costs
+    /// it registers even when tracing is off (measured: ~30 instructions a
+    /// step more with it inlined).
+    #[inline(never)]
+    pub(crate) fn record(&mut self, kind: Kind, a: u64, b: u32) {
+        if self.on() {
+            let at = self.clock.now();
+            self.records.push(Record {
+                at,
+                extra: 0,
+                a,
+                b,
+                kind,
+            });
+        }
+    }
+
+    /// Records an effect of the step that just returned (a spawn, a wake,
+    /// its ending), stamped with that step's end if it was recorded, else
+    /// now.
+    #[inline(never)]
+    pub(crate) fn record_effect(&mut self, kind: Kind, a: u64) {
+        if self.on() {
+            let at = match self.step_end {
+                Some(end) => end,
+                None => self.clock.now(),
+            };
+            self.records.push(Record {
+                at,
+                extra: 0,
+                a,
+                b: 0,
+                kind,
+            });
+        }
+    }
+
+    /// Stamps the start of a step, if tracing is on.
+    #[inline(never)]
+    pub(crate) fn begin_step(&mut self) {
+        self.step_begin = if self.on() {
+            Some(self.clock.now())
+        } else {
+            None
+        };
+    }
+
+    /// Records the step if its begin was stamped, even if tracing was
+    /// switched off meanwhile: a step is recorded whole or not at all.
+    #[inline(never)]
+    pub(crate) fn end_step(&mut self, pid: Pid, status: u32) {
+        self.step_end = match self.step_begin.take() {
+            Some(begin) => {
+                let end = self.clock.now();
+                self.records.push(Record {
+                    at: begin,
+                    extra: end,
+                    a: pid.into_raw(),
+                    b: status,
+                    kind: Kind::Step,
+                });
+                Some(end)
+            }
+            None => None,
+        };
+    }
+}
+
+/// The status codes of `Step` records.
 pub(crate) mod status {
     pub(crate) const CONTINUE: u32 = 0;
     pub(crate) const WAIT: u32 = 1;
@@ -212,43 +313,37 @@ pub(crate) mod status {
     }
 }
 
-/// A finished trace: every worker's ring and the shutdown phases. Made by
-/// [`Scheduler::trace`](super::Scheduler::trace).
+/// A finished trace: every worker's ring, the outside ring and the
+/// shutdown phases. Made by [`Scheduler::trace`](super::Scheduler::trace).
 pub struct Trace {
     workers: Vec<Option<Ring>>,
+    outside: Records,
     phases: Vec<(u64, &'static str)>,
-    lost: bool,
+    calibration: Calibration,
 }
 
 impl Trace {
-    pub(crate) fn new(workers: Vec<Option<Ring>>, phases: Vec<(u64, &'static str)>) -> Self {
-        let lost = workers
-            .iter()
-            .any(|r| r.as_ref().is_some_and(|r| r.wrapped));
-        Trace {
-            workers,
-            phases,
-            lost,
-        }
-    }
-
-    /// Whether some worker's ring filled up and overwrote its oldest
-    /// events (the trace then covers only the end of the run).
+    /// Whether some ring (a worker's, or the outside threads') filled up
+    /// and overwrote its oldest events (that track then covers only the
+    /// end of the run).
     pub fn wrapped(&self) -> bool {
-        self.lost
+        self.outside.wrapped
+            || (self.workers.iter()).any(|r| r.as_ref().is_some_and(|r| r.records.wrapped))
     }
 
     /// Writes the trace in the Chrome trace-event JSON format: open it in
     /// <https://ui.perfetto.dev> or `chrome://tracing`.
     ///
-    /// Per worker, timestamps never go back: a thread that moved to a core
-    /// whose clock reads slightly behind is shown at its last time.
+    /// Per track, timestamps never go back and steps never overlap: a
+    /// thread that moved to a core whose clock reads slightly behind is
+    /// shown at its last time.
     ///
     /// # Errors
     ///
     /// Those of `out`.
     pub fn write_chrome_json(&self, out: &mut impl Write) -> io::Result<()> {
         let scheduler_tid = self.workers.len();
+        let outside_tid = scheduler_tid + 1;
         writeln!(out, "{{\"displayTimeUnit\":\"ns\",\"traceEvents\":[")?;
         let mut first = true;
         let mut sep = |out: &mut dyn Write| -> io::Result<()> {
@@ -258,12 +353,12 @@ impl Trace {
             first = false;
             Ok(())
         };
-        for tid in 0..=scheduler_tid {
+        for tid in 0..=outside_tid {
             sep(out)?;
-            let name = if tid == scheduler_tid {
-                "scheduler".to_owned()
-            } else {
-                format!("worker {tid}")
+            let name = match tid {
+                _ if tid == scheduler_tid => "scheduler".to_owned(),
+                _ if tid == outside_tid => "outside".to_owned(),
+                _ => format!("worker {tid}"),
             };
             write!(
                 out,
@@ -271,22 +366,19 @@ impl Trace {
                  \"args\":{{\"name\":\"{name}\"}}}}"
             )?;
         }
-        for (tid, ring) in self.workers.iter().enumerate() {
-            let Some(ring) = ring else { continue };
+        let tracks = (self.workers.iter().enumerate())
+            .filter_map(|(tid, ring)| Some((tid, &ring.as_ref()?.records)))
+            .chain([(outside_tid, &self.outside)]);
+        for (tid, records) in tracks {
             let mut last = 0;
-            // A wrapped ring may begin inside a step: skip to the first
-            // record that is not the end of a step whose begin was lost.
-            let mut open = false;
-            for record in ring.in_order() {
-                match record.kind {
-                    Kind::StepEnd if !open => continue,
-                    Kind::StepBegin => open = true,
-                    Kind::StepEnd => open = false,
-                    _ => {}
+            for record in records.in_order() {
+                let at = last.max(self.calibration.ns(record.at));
+                last = at;
+                if record.kind == Kind::Step {
+                    last = last.max(self.calibration.ns(record.extra));
                 }
-                last = last.max(record.at);
                 sep(out)?;
-                write_record(out, tid, last, record)?;
+                write_record(out, tid, at, last - at, record)?;
             }
         }
         for &(at, phase) in &self.phases {
@@ -295,7 +387,7 @@ impl Trace {
                 out,
                 "{{\"name\":\"shutdown: {phase}\",\"cat\":\"shutdown\",\"ph\":\"i\",\"s\":\"g\",\
                  \"pid\":1,\"tid\":{scheduler_tid},\"ts\":{}}}",
-                micros(at)
+                micros(self.calibration.ns(at))
             )?;
         }
         writeln!(out, "\n]}}")
@@ -306,7 +398,7 @@ impl core::fmt::Debug for Trace {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Trace")
             .field("workers", &self.workers.len())
-            .field("wrapped", &self.lost)
+            .field("wrapped", &self.wrapped())
             .finish_non_exhaustive()
     }
 }
@@ -316,22 +408,19 @@ fn micros(ns: u64) -> String {
     format!("{}.{:03}", ns / 1_000, ns % 1_000)
 }
 
-fn write_record(out: &mut dyn Write, tid: usize, at: u64, r: &Record) -> io::Result<()> {
+/// Writes `r`, at `at` ns (lasting `dur` ns if a step).
+fn write_record(out: &mut dyn Write, tid: usize, at: u64, dur: u64, r: &Record) -> io::Result<()> {
     let ts = micros(at);
     let name = r.kind.name();
     let head = format!("\"pid\":1,\"tid\":{tid},\"ts\":{ts}");
     let pid = || Pid::from_raw(r.a);
     match r.kind {
-        Kind::StepBegin => write!(
+        Kind::Step => write!(
             out,
-            "{{\"name\":\"{name}\",\"cat\":\"step\",\"ph\":\"B\",{head},\
-             \"args\":{{\"pid\":\"{}\"}}}}",
-            pid()
-        ),
-        Kind::StepEnd => write!(
-            out,
-            "{{\"name\":\"{name}\",\"cat\":\"step\",\"ph\":\"E\",{head},\
-             \"args\":{{\"status\":\"{}\"}}}}",
+            "{{\"name\":\"{name}\",\"cat\":\"step\",\"ph\":\"X\",{head},\"dur\":{},\
+             \"args\":{{\"pid\":\"{}\",\"status\":\"{}\"}}}}",
+            micros(dur),
+            pid(),
             status::name(r.b)
         ),
         Kind::Steal => write!(
@@ -356,41 +445,68 @@ fn write_record(out: &mut dyn Write, tid: usize, at: u64, r: &Record) -> io::Res
             out,
             "{{\"name\":\"{name}\",\"cat\":\"idle\",\"ph\":\"i\",\"s\":\"t\",{head}}}"
         ),
-        Kind::WakeMessage | Kind::Spawn | Kind::Complete => write!(
+        Kind::WakeMessage | Kind::Spawn | Kind::Complete | Kind::Submit => write!(
             out,
             "{{\"name\":\"{name}\",\"cat\":\"process\",\"ph\":\"i\",\"s\":\"t\",{head},\
              \"args\":{{\"pid\":\"{}\"}}}}",
             pid()
         ),
+        Kind::Send => write!(
+            out,
+            "{{\"name\":\"{name}\",\"cat\":\"process\",\"ph\":\"i\",\"s\":\"t\",{head},\
+             \"args\":{{\"pid\":\"{}\",\"woke\":{}}}}}",
+            pid(),
+            r.b != 0
+        ),
+        Kind::WakeCompletion => write!(
+            out,
+            "{{\"name\":\"{name}\",\"cat\":\"process\",\"ph\":\"i\",\"s\":\"t\",{head},\
+             \"args\":{{\"pid\":\"{}\",\"tag\":{}}}}}",
+            pid(),
+            r.extra
+        ),
     }
 }
 
-/// The tracer's shared part: settings, and where workers leave their rings
-/// when they exit. Touched by workers only at start and exit.
+/// The tracer's shared part: settings, the outside ring, and where
+/// workers leave their rings when they exit. Touched by workers only at
+/// start and exit (and see the module docs for the outside ring).
 pub(crate) struct Tracing {
-    pub(crate) epoch: Instant,
+    pub(crate) clock: Ticks,
+    calibration: CalibrationStart,
     pub(crate) capacity: usize,
-    /// Whether workers record (see `Ring::enabled`).
-    pub(crate) enabled: Arc<AtomicBool>,
+    /// Whether anyone records (see `Ring::enabled`). Padded: read by every
+    /// worker per event, it must not share a line with anything written.
+    pub(crate) enabled: Arc<CachePadded<AtomicBool>>,
     rings: Mutex<Vec<Option<Ring>>>,
+    /// Events of threads that are not workers.
+    outside: Mutex<Option<Records>>,
     phases: Mutex<Vec<(u64, &'static str)>>,
 }
 
 impl Tracing {
     pub(crate) fn new(workers: usize, capacity: usize) -> Self {
+        let clock = Ticks::new();
         Tracing {
-            epoch: Instant::now(),
+            clock,
+            calibration: Calibration::start(&clock),
             capacity,
-            enabled: Arc::new(AtomicBool::new(true)),
+            enabled: Arc::new(CachePadded(AtomicBool::new(true))),
             rings: Mutex::new((0..workers).map(|_| None).collect()),
+            outside: Mutex::new(Some(Records::new(capacity))),
             phases: Mutex::new(Vec::new()),
         }
     }
 
     /// Switches recording on or off, for every worker.
     pub(crate) fn set_enabled(&self, on: bool) {
-        // Relaxed: see `Ring::record`.
+        // Relaxed: see `Ring::on`.
         self.enabled.store(on, Ordering::Relaxed);
+    }
+
+    /// A new ring for a worker, on this tracer's clock and switch.
+    pub(crate) fn ring(&self) -> Ring {
+        Ring::new(self.clock, self.capacity, Arc::clone(&self.enabled))
     }
 
     /// Worker `index`, exiting, leaves its ring.
@@ -398,13 +514,31 @@ impl Tracing {
         self.rings.lock().unwrap_or_else(|e| e.into_inner())[index] = Some(ring);
     }
 
+    /// Records an event of a thread that is not a worker (or of a worker
+    /// waking another worker's process), if tracing is on.
+    pub(crate) fn outside(&self, kind: Kind, pid: Pid, extra: u64, b: u32) {
+        // Relaxed: see `Ring::on`.
+        if !self.enabled.load(Ordering::Relaxed) {
+            return;
+        }
+        let mut outside = self.outside.lock().unwrap_or_else(|e| e.into_inner());
+        // Stamped under the lock, so the ring's readings go forward.
+        let at = self.clock.now();
+        if let Some(records) = outside.as_mut() {
+            records.push(Record {
+                at,
+                extra,
+                a: pid.into_raw(),
+                b,
+                kind,
+            });
+        }
+    }
+
     /// Records that shutdown reached `phase`.
     pub(crate) fn phase(&self, phase: &'static str) {
-        let at = self.epoch.elapsed().as_nanos() as u64;
-        self.phases
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push((at, phase));
+        let mut phases = self.phases.lock().unwrap_or_else(|e| e.into_inner());
+        phases.push((self.clock.now(), phase));
     }
 
     /// The trace, once every worker has left its ring; takes it.
@@ -413,7 +547,18 @@ impl Tracing {
         if rings.is_empty() || rings.iter().any(Option::is_none) {
             return None;
         }
+        let outside = (self
+            .outside
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take())
+        .unwrap_or_else(|| Records::new(1));
         let phases = core::mem::take(&mut *self.phases.lock().unwrap_or_else(|e| e.into_inner()));
-        Some(Trace::new(core::mem::take(&mut *rings), phases))
+        Some(Trace {
+            workers: core::mem::take(&mut *rings),
+            outside,
+            phases,
+            calibration: self.calibration.finish(),
+        })
     }
 }

@@ -96,8 +96,7 @@ pub(crate) struct Local<P: Process> {
 impl<P: Process> Local<P> {
     pub(crate) fn new(index: usize, shared: Arc<Shared<P>>, deque: Worker<Task<P>>) -> Self {
         // Allocated here, before the worker runs: recording never allocates.
-        let trace = (shared.trace.as_ref())
-            .map(|t| Box::new(Ring::new(t.epoch, t.capacity, Arc::clone(&t.enabled))));
+        let trace = (shared.trace.as_ref()).map(|t| Box::new(t.ring()));
         let monitored = shared.config.monitored;
         Local {
             index,
@@ -168,14 +167,24 @@ impl<P: Process> Local<P> {
         if self.spinning {
             let _ = shared.idle.stop_spinning();
         }
-        if let Some(mut ring) = self.trace.take() {
-            let _ = ring.record(Kind::Exit, 0, 0);
-            if let Some(tracing) = &shared.trace {
-                tracing.hand_back(self.index, *ring);
-            }
+        if self.trace.is_some() {
+            self.hand_back_trace();
         }
         if let Some(hook) = &shared.hooks.on_thread_stop {
             hook(self.index);
+        }
+    }
+
+    /// Records the exit and leaves the ring with the tracer. Out of line:
+    /// it runs once, and moving a ring inlined grows the worker loop.
+    #[cold]
+    #[inline(never)]
+    fn hand_back_trace(&mut self) {
+        if let Some(mut ring) = self.trace.take() {
+            ring.record(Kind::Exit, 0, 0);
+            if let Some(tracing) = &self.shared.trace {
+                tracing.hand_back(self.index, *ring);
+            }
         }
     }
 
@@ -183,7 +192,7 @@ impl<P: Process> Local<P> {
     #[inline]
     fn record(&mut self, kind: Kind, a: u64, b: u32) {
         if let Some(ring) = &mut self.trace {
-            let _ = ring.record(kind, a, b);
+            ring.record(kind, a, b);
         }
     }
 
@@ -382,9 +391,9 @@ impl<P: Process> Local<P> {
         let body = unsafe { slot.body() };
         match start {
             _ if self.shared.phase() >= phase::FORCING => {
-                self.close(slot, body, Err(ProcessError::Shutdown))
+                self.close(slot, body, Err(ProcessError::Shutdown), false)
             }
-            Start::Close => self.close(slot, body, Err(ProcessError::Terminated)),
+            Start::Close => self.close(slot, body, Err(ProcessError::Terminated), false),
             Start::Step { last } => self.step(task, body, last, begun),
         }
         if monitored {
@@ -405,7 +414,7 @@ impl<P: Process> Local<P> {
             free: &self.free,
         };
         if let Some(ring) = &mut self.trace {
-            ring.begin_step(pid);
+            ring.begin_step();
         }
         let mut out = StepOutput::new(pid, &mut self.effects, &spawner, begun.preempt, begun.seq);
         let events = &mut self.events;
@@ -440,9 +449,11 @@ impl<P: Process> Local<P> {
         }
 
         let park = match (outcome, status) {
-            (Some(outcome), _) => return self.close(slot, body, outcome),
-            (None, _) if last => return self.close(slot, body, Err(ProcessError::Terminated)),
-            (None, Status::Done(output)) => return self.close(slot, body, Ok(output)),
+            (Some(outcome), _) => return self.close(slot, body, outcome, true),
+            (None, _) if last => {
+                return self.close(slot, body, Err(ProcessError::Terminated), true)
+            }
+            (None, Status::Done(output)) => return self.close(slot, body, Ok(output), true),
             (None, Status::Continue) => Park::Continue,
             (None, Status::Wait) => Park::Wait,
             (None, Status::Idle) => Park::Idle,
@@ -459,7 +470,7 @@ impl<P: Process> Local<P> {
                 } else {
                     ProcessError::Terminated
                 };
-                self.close(slot, body, Err(why));
+                self.close(slot, body, Err(why), true);
             }
         }
     }
@@ -506,7 +517,7 @@ impl<P: Process> Local<P> {
                 .get(pid.index())
                 .expect("a spawned process has a slot");
             if let Some(ring) = &mut self.trace {
-                let _ = ring.record(Kind::Spawn, pid.into_raw(), 0);
+                ring.record_effect(Kind::Spawn, pid.into_raw());
             }
             self.deque.push(Task::new(slot));
         }
@@ -523,7 +534,7 @@ impl<P: Process> Local<P> {
             {
                 Ok(Some(task)) => {
                     if let Some(ring) = &mut self.trace {
-                        let _ = ring.record(Kind::WakeMessage, to.into_raw(), 0);
+                        ring.record_effect(Kind::WakeMessage, to.into_raw());
                     }
                     if let Some(old) = self.runnext.replace(task) {
                         self.deque.push(old);
@@ -574,8 +585,15 @@ impl<P: Process> Local<P> {
     }
 
     /// Ends the process: `close`, report leftovers, publish the outcome,
-    /// free the slot.
-    fn close(&mut self, slot: &Slot<P>, body: &mut Body<P>, mut outcome: Outcome<P>) {
+    /// free the slot. `after_step`: right after a step of it (the trace
+    /// stamps the completion with that step's end).
+    fn close(
+        &mut self,
+        slot: &Slot<P>,
+        body: &mut Body<P>,
+        mut outcome: Outcome<P>,
+        after_step: bool,
+    ) {
         let pid = slot.pid();
         slot.state.complete();
         if let Some(mut process) = body.process.take() {
@@ -608,7 +626,13 @@ impl<P: Process> Local<P> {
         self.shared
             .table
             .remove(slot, self.index, &mut self.free.borrow_mut());
-        self.record(Kind::Complete, pid.into_raw(), 0);
+        if let Some(ring) = &mut self.trace {
+            if after_step {
+                ring.record_effect(Kind::Complete, pid.into_raw());
+            } else {
+                ring.record(Kind::Complete, pid.into_raw(), 0);
+            }
+        }
         if let Some(hook) = &self.shared.hooks.on_complete {
             hook(pid, &outcome);
         }

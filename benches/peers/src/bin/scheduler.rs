@@ -45,6 +45,8 @@
 //!   cargo run --release -p stepsched-peers --bin scheduler           # full sizes, 5 rounds
 //! SCALE=0.01 ROUNDS=1 cargo run --release -p stepsched-peers --bin scheduler   # smoke run
 //! STEPSCHED_TRACE=65536 cargo run --release -p stepsched-peers --bin scheduler   # tracer on
+//! STEPSCHED_ONLY=1 SCALE=0.2 cargo run --release -p stepsched-peers --bin scheduler  # no tokio
+//! SCENARIOS=yield_many,ping_pong cargo run --release -p stepsched-peers --bin scheduler  # some
 //! ```
 //!
 //! `SCALE` multiplies N, D, the yields per task, the round trips and the
@@ -210,7 +212,7 @@ struct Row {
 
 fn median(times: &mut [Duration]) -> Duration {
     times.sort();
-    times[times.len() / 2]
+    times.get(times.len() / 2).copied().unwrap_or_default()
 }
 
 fn per_op(d: Duration, ops: u64) -> f64 {
@@ -251,14 +253,26 @@ fn compare(
     mut stepsched: impl FnMut() -> Duration,
 ) -> (Vec<Duration>, Vec<Duration>) {
     // One untimed warm-up round each: threads, table pages, queue blocks.
-    tokio();
+    let with_tokio = !stepsched_only();
+    if with_tokio {
+        tokio();
+    }
     stepsched();
     let (mut t, mut s) = (Vec::new(), Vec::new());
     for _ in 0..rounds {
-        t.push(tokio());
+        if with_tokio {
+            t.push(tokio());
+        }
         s.push(stepsched());
     }
     (t, s)
+}
+
+/// Whether `STEPSCHED_ONLY` is set: run the stepsched side of each
+/// scenario only and skip the resource figures (a quick tracer on/off
+/// comparison; the tokio column then reads 0).
+fn stepsched_only() -> bool {
+    std::env::var_os("STEPSCHED_ONLY").is_some()
 }
 
 /// The builder of every timed scenario: `WORKERS` workers, and the
@@ -292,43 +306,41 @@ fn main() {
          (median of rounds; ratio = tokio / stepsched, above 1 = stepsched faster)\n"
     );
 
+    // `SCENARIOS=yield_many,ping_pong` runs only those.
+    let scenarios = std::env::var("SCENARIOS").ok();
+    let wanted = |name: &str| match &scenarios {
+        Some(list) => list.split(',').any(|s| s == name),
+        None => true,
+    };
     let mut rows = Vec::new();
-    let n = sizes.spawn_many;
-    let (t, s) = spawn_many(n, rounds);
-    rows.push(row("spawn_many", format!("{n} tasks"), "task", n, t, s));
-    let d = sizes.chain_depth;
-    let (t, s) = chained_spawn(d, rounds);
-    rows.push(row("chained_spawn", format!("depth {d}"), "spawn", d, t, s));
-    let (p, k) = (sizes.yield_tasks, sizes.yields);
-    let (t, s) = yield_many(p, k, rounds);
-    rows.push(row(
-        "yield_many",
-        format!("{p} x {k}"),
-        "yield",
-        p * k,
-        t,
-        s,
-    ));
-    let r = sizes.round_trips;
-    let (t, s) = ping_pong(r, rounds);
-    rows.push(row(
-        "ping_pong",
-        format!("{r} round trips"),
-        "round trip",
-        r,
-        t,
-        s,
-    ));
-    let (w, q) = (sizes.fan_workers, sizes.fan_rounds);
-    let (t, s) = fan_out_fan_in(w, q, rounds);
-    rows.push(row(
-        "fan_out_fan_in",
-        format!("{w} x {q} rounds"),
-        "round",
-        q,
-        t,
-        s,
-    ));
+    if wanted("spawn_many") {
+        let n = sizes.spawn_many;
+        let (t, s) = spawn_many(n, rounds);
+        rows.push(row("spawn_many", format!("{n} tasks"), "task", n, t, s));
+    }
+    if wanted("chained_spawn") {
+        let d = sizes.chain_depth;
+        let (t, s) = chained_spawn(d, rounds);
+        rows.push(row("chained_spawn", format!("depth {d}"), "spawn", d, t, s));
+    }
+    if wanted("yield_many") {
+        let (p, k) = (sizes.yield_tasks, sizes.yields);
+        let (t, s) = yield_many(p, k, rounds);
+        let size = format!("{p} x {k}");
+        rows.push(row("yield_many", size, "yield", p * k, t, s));
+    }
+    if wanted("ping_pong") {
+        let r = sizes.round_trips;
+        let (t, s) = ping_pong(r, rounds);
+        let size = format!("{r} round trips");
+        rows.push(row("ping_pong", size, "round trip", r, t, s));
+    }
+    if wanted("fan_out_fan_in") {
+        let (w, q) = (sizes.fan_workers, sizes.fan_rounds);
+        let (t, s) = fan_out_fan_in(w, q, rounds);
+        let size = format!("{w} x {q} rounds");
+        rows.push(row("fan_out_fan_in", size, "round", q, t, s));
+    }
 
     println!(
         "{:<16} {:<22} {:<11} {:>12} {:>12} {:>8}",
@@ -348,8 +360,10 @@ fn main() {
         );
     }
 
-    println!();
-    resources(scale);
+    if !stepsched_only() {
+        println!();
+        resources(scale);
+    }
 }
 
 fn row(
