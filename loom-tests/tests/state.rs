@@ -33,6 +33,24 @@ impl Proc {
         (Arc::new(p), generation)
     }
 
+    /// A process queued to run (Ready), not yet started; generation returned.
+    fn ready() -> (Arc<Proc>, u32) {
+        let p = Proc {
+            state: StateWord::new(),
+            events: Queue::new(),
+            queued: AtomicUsize::new(0),
+        };
+        let generation = p.state.activate();
+        (Arc::new(p), generation)
+    }
+
+    /// The worker's step, run while notifiers may still push: the events
+    /// its drain sees.
+    fn step_events(&self) -> Vec<u32> {
+        // SAFETY: notifiers only push; this thread is the only consumer.
+        std::iter::from_fn(|| unsafe { self.events.pop() }).collect()
+    }
+
     /// A notifier: push the event, then wake.
     fn deliver(&self, generation: u32, event: u32, kind: Wake) {
         self.events.push(event);
@@ -189,5 +207,97 @@ fn stale_notify_after_reuse_is_refused() {
             "an old PID must not queue anything"
         );
         assert_eq!(p.state.start(), Start::Step { last: false });
+    });
+}
+
+/// The store-buffer race between a notifier and the start of a step: the
+/// notifier pushes, then reads the state word; the worker starts the step
+/// (Ready -> Running), then drains the queue. If the notifier's read were a
+/// plain load that saw Ready, and the worker's drain missed the push, the
+/// step would end Idle with the message queued and nobody to wake it (the
+/// lost wakeup once seen in the ping-pong bench). The notifier's RMW on the
+/// word rules that out: either the step sees the message, or the process
+/// is queued again.
+#[test]
+fn message_to_a_queued_process_is_seen_by_its_step_or_wakes_it() {
+    loom::model(|| {
+        let (p, g) = Proc::ready();
+        let notifier = {
+            let p = p.clone();
+            thread::spawn(move || p.deliver(g, 1, Wake::Message))
+        };
+        assert_eq!(p.state.start(), Start::Step { last: false });
+        let seen = p.step_events();
+        p.end_step(Park::Idle);
+        notifier.join().unwrap();
+        if seen.is_empty() {
+            assert_eq!(p.queued.load(Ordering::Relaxed), 1, "message lost");
+            assert_eq!(p.next_step_events(), vec![1]);
+        } else {
+            // Seen; a notify that came after the drain may still have left
+            // MESSAGED, and a spurious extra step is allowed.
+            assert_eq!(seen, vec![1]);
+            assert!(p.queued.load(Ordering::Relaxed) <= 1);
+        }
+    });
+}
+
+/// The same race when the wakeup bit is already set: a second message to a
+/// running process whose first message already set MESSAGED. The worker's
+/// next step (queued by that bit) must see the second message too, or the
+/// second notify must leave a bit for it.
+#[test]
+fn second_message_while_the_bit_is_set_is_not_lost() {
+    loom::model(|| {
+        let (p, g) = Proc::running();
+        // The first message: sets MESSAGED while the step runs.
+        p.deliver(g, 1, Wake::Message);
+        let notifier = {
+            let p = p.clone();
+            thread::spawn(move || p.deliver(g, 2, Wake::Message))
+        };
+        // End of the running step (requeued by the bit), then the next step.
+        p.end_step(Park::Idle);
+        assert_eq!(p.queued.load(Ordering::Relaxed), 1);
+        assert_eq!(p.state.start(), Start::Step { last: false });
+        let seen = p.step_events();
+        p.end_step(Park::Idle);
+        notifier.join().unwrap();
+        if seen == vec![1] {
+            assert_eq!(p.queued.load(Ordering::Relaxed), 2, "message 2 lost");
+            assert_eq!(p.next_step_events(), vec![2]);
+        } else {
+            assert_eq!(seen, vec![1, 2]);
+        }
+    });
+}
+
+/// A message to a Blocked process wakes nothing; the completion that
+/// follows from another thread wakes it, and the step it runs must see
+/// both (the mailbox keeps order, so a message whose link is not visible
+/// would hide the completion behind it too).
+#[test]
+fn message_then_completion_to_blocked_are_both_seen() {
+    loom::model(|| {
+        let (p, g) = Proc::running();
+        p.end_step(Park::Wait);
+        let messenger = {
+            let p = p.clone();
+            thread::spawn(move || p.deliver(g, 1, Wake::Message))
+        };
+        let completer = {
+            let p = p.clone();
+            thread::spawn(move || p.deliver(g, 2, Wake::Completion))
+        };
+        completer.join().unwrap();
+        assert_eq!(p.queued.load(Ordering::Relaxed), 1);
+        assert_eq!(p.state.start(), Start::Step { last: false });
+        let mut seen = p.step_events();
+        seen.sort_unstable();
+        p.end_step(Park::Idle);
+        messenger.join().unwrap();
+        if !seen.contains(&1) || !seen.contains(&2) {
+            assert_eq!(p.queued.load(Ordering::Relaxed), 2, "an event was lost");
+        }
     });
 }

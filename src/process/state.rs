@@ -28,6 +28,27 @@
 //! worker's comes first and the notifier sees Blocked/Idle and queues the
 //! process itself. Exactly one of them queues it (the exactly-once re-queue
 //! guarantee); no fence is needed beyond each CAS's AcqRel.
+//!
+//! **notify-writes invariant:** a notify of a live process always *writes*
+//! the word, even when it changes nothing (the process is Ready, or already
+//! has its bit, or is Blocked and the event is a message): it CASes the
+//! value it read back in. A plain load would not do. The notifier pushed its
+//! event and then reads the word; the worker CASes the word (start of a
+//! step) and then drains the queue. That is the store-buffer pattern: with
+//! only a load on the notifier's side, the notifier can read the old
+//! lifecycle (Ready) while the worker's drain misses the push, and the step
+//! ends Idle with the event queued and nobody left to wake it. This
+//! happened (a ping-pong stalled about once in 1,600 rounds, the kick sent
+//! while its target was still queued from `submit`) and loom finds it
+//! (`message_to_a_queued_process_is_seen_by_its_step_or_wakes_it` and two
+//! siblings in `loom-tests/tests/state.rs`). With a write, the notifier's
+//! RMW and the worker's CAS are ordered in the word's modification order:
+//! if the notifier's comes first, the worker's Acquire CAS reads it (or an
+//! RMW after it, continuing its release sequence), so the drain sees the
+//! push; if the worker's comes first, the notifier sees Running and leaves
+//! a bit for the end of the step. Only a finished or stale target skips the
+//! write: its event is reported as undelivered by whoever drains the slot
+//! next (`Shared::deliver`).
 
 use crate::sync::{AtomicU64, Ordering};
 use core::fmt;
@@ -253,14 +274,12 @@ impl StateWord {
                 (Lifecycle::Idle, _) | (Lifecycle::Blocked, Wake::Completion) => {
                     (Some(s.with_lifecycle(Lifecycle::Ready)), Notify::Schedule)
                 }
-                (Lifecycle::Running, Wake::Completion) if !s.is_woken() => {
-                    (Some(s.0 | WOKEN), Notify::Nothing)
-                }
-                (Lifecycle::Running, Wake::Message) if !s.is_messaged() => {
-                    (Some(s.0 | MESSAGED), Notify::Nothing)
-                }
+                (Lifecycle::Running, Wake::Completion) => (Some(s.0 | WOKEN), Notify::Nothing),
+                (Lifecycle::Running, Wake::Message) => (Some(s.0 | MESSAGED), Notify::Nothing),
                 (Lifecycle::Complete, _) | (Lifecycle::Free, _) => (None, Notify::Finished),
-                _ => (None, Notify::Nothing),
+                // Ready, or Blocked and a message: nothing to change, but the
+                // word is written all the same (notify-writes invariant).
+                _ => (Some(s.0), Notify::Nothing),
             }
         })
     }
