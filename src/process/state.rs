@@ -31,8 +31,8 @@
 //!
 //! **notify-writes invariant:** a notify of a live process always *writes*
 //! the word, even when it changes nothing (the process is Ready, or already
-//! has its bit, or is Blocked and the event is a message): it CASes the
-//! value it read back in. A plain load would not do. The notifier pushed its
+//! has its bit, or is Blocked and the event is a message): then it performs
+//! a `fetch_add(0)`. A plain load would not do. The notifier pushed its
 //! event and then reads the word; the worker CASes the word (start of a
 //! step) and then drains the queue. That is the store-buffer pattern: with
 //! only a load on the notifier's side, the notifier can read the old
@@ -264,24 +264,55 @@ impl StateWord {
 
     /// Delivers a wakeup of `kind` to the process of `generation`, after its
     /// event has been pushed onto the process's queue.
+    ///
+    /// Always an atomic read-modify-write of the word (notify-writes
+    /// invariant): a CAS where something changes, else a `fetch_add(0)`,
+    /// which changes nothing but, unlike a load, takes its place in the
+    /// word's modification order (and compiles, on x86, to a fenced load).
     #[inline]
     pub fn notify(&self, generation: u32, kind: Wake) -> Notify {
-        self.update(|s| {
+        let mut s = self.load();
+        // Whether the RMW that read `s` is already done.
+        let mut written = false;
+        loop {
             if s.generation() != generation {
-                return (None, Notify::Stale);
+                return Notify::Stale;
             }
-            match (s.lifecycle(), kind) {
+            let (next, verdict) = match (s.lifecycle(), kind) {
                 (Lifecycle::Idle, _) | (Lifecycle::Blocked, Wake::Completion) => {
-                    (Some(s.with_lifecycle(Lifecycle::Ready)), Notify::Schedule)
+                    (s.with_lifecycle(Lifecycle::Ready), Notify::Schedule)
                 }
-                (Lifecycle::Running, Wake::Completion) => (Some(s.0 | WOKEN), Notify::Nothing),
-                (Lifecycle::Running, Wake::Message) => (Some(s.0 | MESSAGED), Notify::Nothing),
-                (Lifecycle::Complete, _) | (Lifecycle::Free, _) => (None, Notify::Finished),
-                // Ready, or Blocked and a message: nothing to change, but the
-                // word is written all the same (notify-writes invariant).
-                _ => (Some(s.0), Notify::Nothing),
+                (Lifecycle::Running, Wake::Completion) if !s.is_woken() => {
+                    (s.0 | WOKEN, Notify::Nothing)
+                }
+                (Lifecycle::Running, Wake::Message) if !s.is_messaged() => {
+                    (s.0 | MESSAGED, Notify::Nothing)
+                }
+                (Lifecycle::Complete, _) | (Lifecycle::Free, _) => return Notify::Finished,
+                // Ready, Running with the bit already set, or Blocked and a
+                // message: nothing to change, but the word must be written.
+                _ if written => return Notify::Nothing,
+                _ => {
+                    // AcqRel (notify-writes): Release so that a worker whose
+                    // later CAS reads this value or a later one (the release
+                    // sequence goes on through RMWs) sees our push; Acquire
+                    // as in `update`. The value it read is current, so it is
+                    // decided on again: if it still needs no change, this
+                    // RMW was the write.
+                    s = Snapshot(self.0.fetch_add(0, Ordering::AcqRel));
+                    written = true;
+                    continue;
+                }
+            };
+            // AcqRel and Acquire on failure, as in `update`.
+            match (self.0).compare_exchange_weak(s.0, next, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => return verdict,
+                Err(actual) => {
+                    s = Snapshot(actual);
+                    written = false;
+                }
             }
-        })
+        }
     }
 
     /// Requests termination of the process of `generation`: a waiting
