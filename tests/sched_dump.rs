@@ -109,7 +109,7 @@ fn check(dump: &[ProcessInfo], workers: usize, started: Instant) -> usize {
         // Each churner is sent one message, and no message reaches a slot
         // after its process ended: anything above 1 (an underflow, say) is
         // a miscount.
-        assert!(p.queued <= 1, "queued: {p:?}");
+        assert!(p.queued.is_some_and(|n| n <= 1), "queued: {p:?}");
     }
     dump.len()
 }
@@ -125,6 +125,7 @@ fn dumps_in_a_loop_while_10k_processes_churn() {
         Arc::new(
             Scheduler::<Churner>::builder()
                 .workers(WORKERS)
+                .count_queued_events(true)
                 .on_complete(move |pid, outcome| {
                     assert!(outcome.is_ok(), "{pid}: {outcome:?}");
                     completed.fetch_add(1, Ordering::SeqCst);
@@ -196,6 +197,7 @@ fn a_dump_shows_idle_processes_and_how_long_they_have_waited() {
         // The coarse clock lags, never leads: the wait is at least the 50 ms
         // slept, less the millisecond truncation.
         assert!(p.since_change >= Duration::from_millis(49), "{p:?}");
+        assert_eq!(p.queued, None, "not counted unless the builder asks");
     }
     for pid in pids {
         scheduler.send(pid, 0).unwrap();
@@ -333,6 +335,7 @@ fn holding_scheduler() -> (Scheduler<Waiter>, Held, Arc<AtomicU64>) {
         let (held, undelivered) = (Arc::clone(&held), Arc::clone(&undelivered));
         Scheduler::<Waiter>::builder()
             .workers(1)
+            .count_queued_events(true)
             .handler("hold", move |Hold, completer| {
                 held.lock().unwrap().push(completer)
             })
@@ -364,7 +367,7 @@ fn a_dump_counts_messages_queued_for_a_blocked_process() {
         let p = entry(&scheduler, pid);
         p.state == Lifecycle::Blocked && held.lock().unwrap().len() == 1
     });
-    assert_eq!(entry(&scheduler, pid).queued, 0, "nothing sent yet");
+    assert_eq!(entry(&scheduler, pid).queued, Some(0), "nothing sent yet");
 
     // A message does not wake a Blocked process: these stay in its mailbox.
     for n in 1..=SENT {
@@ -373,7 +376,7 @@ fn a_dump_counts_messages_queued_for_a_blocked_process() {
     let p = entry(&scheduler, pid);
     assert_eq!(p.state, Lifecycle::Blocked, "{p:?}");
     assert_eq!(p.steps, 1, "it has not run since: {p:?}");
-    assert_eq!(p.queued, SENT, "every message sent is queued: {p:?}");
+    assert_eq!(p.queued, Some(SENT), "every message sent is queued: {p:?}");
 
     // The completion wakes it; its step drains the messages and the
     // completion, and it goes Idle.
@@ -384,7 +387,7 @@ fn a_dump_counts_messages_queued_for_a_blocked_process() {
         p.state == Lifecycle::Idle && p.steps == 2
     });
     let p = entry(&scheduler, pid);
-    assert_eq!(p.queued, 0, "its step drained everything: {p:?}");
+    assert_eq!(p.queued, Some(0), "its step drained everything: {p:?}");
 
     scheduler.send(pid, 0).unwrap();
     assert_eq!(job.join(), Ok(u64::from(SENT)), "it read every message");
@@ -408,7 +411,7 @@ fn events_left_at_close_are_uncounted_before_the_slot_is_reused() {
     for n in 1..=SENT {
         scheduler.send(first, n).unwrap();
     }
-    assert_eq!(entry(&scheduler, first).queued, SENT);
+    assert_eq!(entry(&scheduler, first).queued, Some(SENT));
 
     // Terminating a waiting process closes it without a step: the messages
     // are reported as undelivered, and its slot goes to the worker's cache.
@@ -434,7 +437,8 @@ fn events_left_at_close_are_uncounted_before_the_slot_is_reused() {
     });
     let p = entry(&scheduler, second);
     assert_eq!(
-        p.queued, 0,
+        p.queued,
+        Some(0),
         "the closed process's events are not counted: {p:?}"
     );
     assert_eq!(undelivered.load(Ordering::SeqCst), u64::from(SENT));

@@ -23,8 +23,9 @@
 //! Queued events come from two counters per slot rather than from the
 //! [`Mailbox`](crate::mpsc::Mailbox), which has no length (its consumer side
 //! is the running worker's alone, so another thread cannot even ask whether
-//! it is empty without racing the consumer that frees its nodes). The one
-//! delivery path counts each event just before pushing it (an atomic RMW
+//! it is empty without racing the consumer that frees its nodes). If the
+//! builder asked for it (`Builder::count_queued_events`; off by default),
+//! the one delivery path counts each event just before pushing it (an atomic RMW
 //! per event, on the slot the push and the state-word notify already
 //! write), and the worker counts the events it drained once per step (a
 //! load and a store, no RMW). See `Slot::queued` in `table.rs` for why the
@@ -65,8 +66,10 @@ pub struct ProcessInfo {
     /// mailbox held when the entry was read, and never underflows. Events
     /// queued for an earlier process in the same slot (sent just as it
     /// ended, to be reported as undelivered) are counted until a worker
-    /// drains them.
-    pub queued: u32,
+    /// drains them. `None` unless the scheduler was built with
+    /// [`Builder::count_queued_events`](super::Builder::count_queued_events),
+    /// since counting costs an RMW per event.
+    pub queued: Option<u32>,
 }
 
 impl<P: Process> Scheduler<P> {
@@ -99,7 +102,7 @@ impl<P: Process> Scheduler<P> {
     /// assert_eq!(dump.len(), 1);
     /// assert_eq!(dump[0].pid, pid);
     /// for p in &dump {
-    ///     println!("{} {:?} steps={} worker={:?} for {:?} queued={}",
+    ///     println!("{} {:?} steps={} worker={:?} for {:?} queued={:?}",
     ///              p.pid, p.state, p.steps, p.last_worker, p.since_change, p.queued);
     /// }
     /// ```
@@ -119,7 +122,7 @@ impl<P: Process> Scheduler<P> {
             let worker = slot.last_worker.load(Ordering::Acquire);
             let changed_at = slot.changed_at.load(Ordering::Acquire);
             // Acquire loads inside (see `Slot::queued`).
-            let queued = slot.queued();
+            let queued = shared.config.count_queued.then(|| slot.queued());
             let after = slot.state.load();
             if after.generation() != before.generation() {
                 continue; // it ended while we read: do not mix incarnations

@@ -47,6 +47,9 @@ pub(crate) struct Config {
     pub(crate) trace: Option<usize>,
     /// Whether a long-step monitor runs (workers then publish each step).
     pub(crate) monitored: bool,
+    /// Whether deliveries and drains are counted per slot, for the process
+    /// dump's queued figure ([`Builder::count_queued_events`](super::Builder::count_queued_events)).
+    pub(crate) count_queued: bool,
 }
 
 type WorkerHook = Box<dyn Fn(usize) + Send + Sync>;
@@ -194,8 +197,11 @@ impl<P: Process> Shared<P> {
             event,
         };
         // Counted before the push, so that no pop can come before its count
-        // (the process dump's queued figure; see `Slot::queued`).
-        slot.count_push();
+        // (the process dump's queued figure; see `Slot::queued`). Only if
+        // asked for: it is an RMW per event.
+        if self.config.count_queued {
+            slot.count_push();
+        }
         match nodes {
             Some(nodes) => slot.events.push_with(envelope, nodes),
             None => slot.events.push(envelope),
@@ -279,7 +285,9 @@ impl<P: Process> Shared<P> {
                 let to = Pid::new(slot.pid().index(), envelope.generation);
                 self.undelivered(to, envelope.event);
             }
-            slot.count_drained(drained);
+            if self.config.count_queued {
+                slot.count_drained(drained);
+            }
         }
     }
 

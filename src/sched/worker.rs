@@ -505,7 +505,9 @@ impl<P: Process> Local<P> {
             self.events.push(envelope.event);
         }
         // Once per step, for the process dump's queued figure.
-        slot.count_drained(drained);
+        if self.shared.config.count_queued {
+            slot.count_drained(drained);
+        }
     }
 
     fn apply_spawns(&mut self) {
@@ -615,7 +617,9 @@ impl<P: Process> Local<P> {
             let to = Pid::new(pid.index(), envelope.generation);
             self.shared.undelivered(to, envelope.event);
         }
-        slot.count_drained(drained);
+        if self.shared.config.count_queued {
+            slot.count_drained(drained);
+        }
         body.pending.clear();
         let joiner = body.joiner.take();
         if matches!(outcome, Err(ProcessError::Shutdown)) {
