@@ -59,15 +59,17 @@
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use stepsched::process::{Event, NoCommand, Pid, Process, Status, StepOutput};
 use stepsched::sched::Scheduler;
 
+#[path = "../../../common/workloads.rs"]
+mod workloads;
+use workloads::{Fan, FanInput, FanMsg, FanOutput, Latch, Link, Pinger, Yielder, HANG};
+
 const WORKERS: usize = 2;
-/// How long a latch waits before it declares the run broken.
-const HANG: Duration = Duration::from_secs(120);
 
 // ---------------------------------------------------------------------------
 // Counting allocator: counts allocations only while `COUNTING` is on, so the
@@ -121,56 +123,6 @@ fn allocations_during(f: impl FnOnce()) -> u64 {
     f();
     COUNTING.store(false, Ordering::SeqCst);
     ALLOCATIONS.load(Ordering::SeqCst)
-}
-
-// ---------------------------------------------------------------------------
-// Latch: counts hits (and sums a value per hit); the main thread waits for a
-// target number of hits.
-
-#[derive(Default)]
-struct Latch {
-    hits: AtomicU64,
-    sum: AtomicU64,
-    target: AtomicU64,
-    lock: Mutex<()>,
-    opened: Condvar,
-}
-
-impl Latch {
-    fn arm(&self, target: u64) {
-        self.hits.store(0, Ordering::SeqCst);
-        self.sum.store(0, Ordering::SeqCst);
-        self.target.store(target, Ordering::SeqCst);
-    }
-
-    fn hit(&self, value: u64) {
-        self.sum.fetch_add(value, Ordering::Relaxed);
-        // AcqRel: the last hit sees every earlier hit's sum.
-        let hits = self.hits.fetch_add(1, Ordering::AcqRel) + 1;
-        if hits == self.target.load(Ordering::Relaxed) {
-            // Taking the lock orders the notify after the waiter's check.
-            let _guard = self.lock.lock().unwrap();
-            self.opened.notify_all();
-        }
-    }
-
-    /// Waits for the target; returns the sum of the hit values.
-    fn wait(&self, what: &str) -> u64 {
-        let deadline = Instant::now() + HANG;
-        let mut guard = self.lock.lock().unwrap();
-        while self.hits.load(Ordering::Acquire) < self.target.load(Ordering::Relaxed) {
-            let now = Instant::now();
-            assert!(
-                now < deadline,
-                "{what}: {} of {} completions after {HANG:?}",
-                self.hits.load(Ordering::Relaxed),
-                self.target.load(Ordering::Relaxed)
-            );
-            guard = self.opened.wait_timeout(guard, deadline - now).unwrap().0;
-        }
-        drop(guard);
-        self.sum.load(Ordering::Acquire)
-    }
 }
 
 // ---------------------------------------------------------------------------
@@ -448,31 +400,8 @@ fn spawn_many(n: u64, rounds: usize) -> (Vec<Duration>, Vec<Duration>) {
 }
 
 // ---------------------------------------------------------------------------
-// chained_spawn
-
-/// Spawns the next link (its input is the depth left), then finishes with
-/// the depth it had.
-struct Link(u64);
-
-impl Process for Link {
-    type Input = u64;
-    type Message = ();
-    type Command = NoCommand;
-    type Reply = ();
-    type Output = u64;
-    type Error = ();
-    fn init(&mut self, _: &str, left: u64) -> Result<(), ()> {
-        self.0 = left;
-        Ok(())
-    }
-    fn step(&mut self, _: &mut Vec<Event<Self>>, out: &mut StepOutput<'_, Self>) -> Result<(), ()> {
-        if self.0 > 0 {
-            out.spawn(Link(0), "link", self.0 - 1).map_err(|_| ())?;
-        }
-        out.done(self.0);
-        Ok(())
-    }
-}
+// chained_spawn (processes: `Link`, in `benches/common/workloads.rs`, as are
+// `Yielder`, `Pinger`, `Fan` and `Latch`)
 
 fn tokio_chain(latch: Arc<Latch>, left: u64) {
     if left == 0 {
@@ -518,35 +447,6 @@ fn chained_spawn(depth: u64, rounds: usize) -> (Vec<Duration>, Vec<Duration>) {
 // ---------------------------------------------------------------------------
 // yield_many
 
-/// Continues `k` times, then finishes with the number of steps it ran.
-struct Yielder {
-    left: u64,
-    steps: u64,
-}
-
-impl Process for Yielder {
-    type Input = u64;
-    type Message = ();
-    type Command = NoCommand;
-    type Reply = ();
-    type Output = u64;
-    type Error = ();
-    fn init(&mut self, _: &str, k: u64) -> Result<(), ()> {
-        self.left = k;
-        Ok(())
-    }
-    fn step(&mut self, _: &mut Vec<Event<Self>>, out: &mut StepOutput<'_, Self>) -> Result<(), ()> {
-        self.steps += 1;
-        if self.left == 0 {
-            out.done(self.steps - 1);
-        } else {
-            self.left -= 1;
-            out.set_status(Status::Continue);
-        }
-        Ok(())
-    }
-}
-
 fn yield_many(tasks: u64, yields: u64, rounds: usize) -> (Vec<Duration>, Vec<Duration>) {
     let rt = tokio_runtime();
     let handle = rt.handle().clone();
@@ -582,7 +482,7 @@ fn yield_many(tasks: u64, yields: u64, rounds: usize) -> (Vec<Duration>, Vec<Dur
             s_latch.arm(tasks);
             let start = Instant::now();
             for _ in 0..tasks {
-                let yielder = Yielder { left: 0, steps: 0 };
+                let yielder = Yielder::default();
                 scheduler.submit(yielder, "yield", yields).expect("submit");
             }
             let sum = s_latch.wait("stepsched yield_many");
@@ -595,45 +495,6 @@ fn yield_many(tasks: u64, yields: u64, rounds: usize) -> (Vec<Duration>, Vec<Dur
 
 // ---------------------------------------------------------------------------
 // ping_pong
-
-/// Receives `(from, n)`: replies `(me, n - 1)` to `from` while `n > 0`, and
-/// finishes after its last message with the number of messages it received.
-#[derive(Default)]
-struct Pinger {
-    received: u64,
-}
-
-impl Process for Pinger {
-    type Input = ();
-    type Message = (Pid, u64);
-    type Command = NoCommand;
-    type Reply = ();
-    type Output = u64;
-    type Error = ();
-    fn init(&mut self, _: &str, _: ()) -> Result<(), ()> {
-        Ok(())
-    }
-    fn step(
-        &mut self,
-        events: &mut Vec<Event<Self>>,
-        out: &mut StepOutput<'_, Self>,
-    ) -> Result<(), ()> {
-        for event in events.drain(..) {
-            if let Event::Message((from, n)) = event {
-                self.received += 1;
-                if n > 0 {
-                    out.send(from, (out.pid(), n - 1));
-                }
-                if n <= 1 {
-                    out.done(self.received);
-                    return Ok(());
-                }
-            }
-        }
-        out.set_status(Status::Idle);
-        Ok(())
-    }
-}
 
 fn pinger_scheduler(latch: &Arc<Latch>) -> Scheduler<Pinger> {
     let hook = Arc::clone(latch);
@@ -705,125 +566,6 @@ fn ping_pong(trips: u64, rounds: usize) -> (Vec<Duration>, Vec<Duration>) {
 
 // ---------------------------------------------------------------------------
 // fan_out_fan_in
-
-/// `Worker` replies to each request; `Coordinator` sends one request to every
-/// worker and waits for all replies, `rounds` times.
-enum Fan {
-    Worker {
-        served: u64,
-    },
-    Coordinator {
-        workers: Arc<[Pid]>,
-        rounds: u64,
-        round: u64,
-        replies: u64,
-        started: bool,
-    },
-}
-
-enum FanMsg {
-    /// To a worker: reply to this PID with this round number.
-    Request(Pid, u64),
-    /// To a worker: finish.
-    Stop,
-    /// To the coordinator.
-    Reply(u64),
-}
-
-enum FanInput {
-    Worker,
-    Coordinator(Arc<[Pid]>, u64),
-}
-
-/// Which kind finished, and its count (requests served; replies received).
-enum FanOutput {
-    Worker(u64),
-    Coordinator(u64),
-}
-
-impl Fan {
-    fn send_round(workers: &[Pid], round: u64, out: &mut StepOutput<'_, Self>) {
-        for &worker in workers {
-            out.send(worker, FanMsg::Request(out.pid(), round));
-        }
-    }
-}
-
-impl Process for Fan {
-    type Input = FanInput;
-    type Message = FanMsg;
-    type Command = NoCommand;
-    type Reply = ();
-    type Output = FanOutput;
-    type Error = &'static str;
-    fn init(&mut self, _: &str, input: FanInput) -> Result<(), &'static str> {
-        *self = match input {
-            FanInput::Worker => Fan::Worker { served: 0 },
-            FanInput::Coordinator(workers, rounds) => Fan::Coordinator {
-                workers,
-                rounds,
-                round: 0,
-                replies: 0,
-                started: false,
-            },
-        };
-        Ok(())
-    }
-    fn step(
-        &mut self,
-        events: &mut Vec<Event<Self>>,
-        out: &mut StepOutput<'_, Self>,
-    ) -> Result<(), &'static str> {
-        match self {
-            Fan::Worker { served } => {
-                for event in events.drain(..) {
-                    match event {
-                        Event::Message(FanMsg::Request(from, round)) => {
-                            *served += 1;
-                            out.send(from, FanMsg::Reply(round));
-                        }
-                        Event::Message(FanMsg::Stop) => {
-                            out.done(FanOutput::Worker(*served));
-                            return Ok(());
-                        }
-                        _ => return Err("fan worker: unexpected event"),
-                    }
-                }
-            }
-            Fan::Coordinator {
-                workers,
-                rounds,
-                round,
-                replies,
-                started,
-            } => {
-                if !*started {
-                    *started = true;
-                    Fan::send_round(workers, 0, out);
-                }
-                for event in events.drain(..) {
-                    let Event::Message(FanMsg::Reply(r)) = event else {
-                        return Err("fan coordinator: unexpected event");
-                    };
-                    if r != *round {
-                        return Err("fan coordinator: reply from another round");
-                    }
-                    *replies += 1;
-                    if *replies == workers.len() as u64 * (*round + 1) {
-                        *round += 1;
-                        if *round == *rounds {
-                            out.done(FanOutput::Coordinator(*replies));
-                            return Ok(());
-                        }
-                        Fan::send_round(workers, *round, out);
-                    }
-                }
-            }
-        }
-        out.set_status(Status::Idle);
-        Ok(())
-    }
-}
 
 fn fan_out_fan_in(workers: u64, fan_rounds: u64, rounds: usize) -> (Vec<Duration>, Vec<Duration>) {
     let rt = tokio_runtime();
