@@ -1,4 +1,5 @@
-//! The worker loop: find a process, step it, apply what the step asked for.
+//! The worker loop: find a process, step it (`worker/step.rs`), apply what
+//! the step asked for.
 //!
 //! Where a worker looks for work, in order (DESIGN.md):
 //!
@@ -20,24 +21,20 @@
 //! With nothing found it spins (rounds below `spin_tight`: a CPU pause),
 //! yields its thread (below `park_after`), then parks (see `idle.rs`).
 
-use super::handler::Completer;
-use super::monitor::{StepClock, StepWatch};
-use super::shared::{phase, LocalSpawner, Shared};
-use super::table::{Body, Envelope, FreeCache, Slot, Task};
-use super::trace::{self, Kind, Ring};
+use super::monitor::StepClock;
+use super::shared::{phase, Shared};
+use super::table::{Envelope, FreeCache, Task};
+use super::trace::{Kind, Ring};
 use super::Take;
 use crate::deque::{Steal, Worker};
 use crate::mpsc::NodeCache;
-use crate::process::state::{AfterStep, Park, Start, Wake};
-use crate::process::{
-    panic_message, Cancel, CommandError, Effects, Event, Outcome, Pid, Process, ProcessError,
-    Status, StepOutput,
-};
-use crate::sync::{spin_loop, thread, Ordering};
+use crate::process::{Effects, Event, Pid, Process};
+use crate::sync::{spin_loop, thread};
 use core::cell::RefCell;
 use std::collections::VecDeque;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
+
+mod step;
 
 /// How many times in a row `runnext` may run before it must queue behind
 /// the local deque: two processes messaging each other forever would
@@ -361,287 +358,6 @@ impl<P: Process> Local<P> {
         self.record(Kind::Unpark, 0, 0);
         if let Some(hook) = &shared.hooks.on_unpark {
             hook(self.index);
-        }
-    }
-
-    fn run_task(&mut self, task: Task<P>, watch: &StepWatch) {
-        let slot = task.slot();
-        // Release: pairs with the Acquire load in `Scheduler::processes`
-        // (as `Slot::stamp`); remote wakeups read it Relaxed, as a hint.
-        slot.last_worker.store(self.index, Ordering::Release);
-        let start = slot.state.start();
-        slot.stamp(self.shared.clock.now());
-        let pid = slot.pid();
-        // Published for the long-step monitor: the step, its handlers and
-        // `close` are the embedder's code, any of which may run long.
-        let monitored = self.monitored;
-        let begun = Begun {
-            pid,
-            // Without a monitor nothing is published, and `preempt` stays 0,
-            // which no (odd) sequence number matches.
-            seq: if monitored {
-                self.clock.begin(watch, pid)
-            } else {
-                1
-            },
-            preempt: &watch.preempt,
-        };
-        // SAFETY: `start` moved the process to Running: we hold it until
-        // our next transition (end_step or complete, inside `step`/`close`).
-        let body = unsafe { slot.body() };
-        match start {
-            _ if self.shared.phase() >= phase::FORCING => {
-                self.close(slot, body, Err(ProcessError::Shutdown), false)
-            }
-            Start::Close => self.close(slot, body, Err(ProcessError::Terminated), false),
-            Start::Step { last } => self.step(task, body, last, begun),
-        }
-        if monitored {
-            self.clock.end(watch);
-        }
-    }
-
-    fn step(&mut self, task: Task<P>, body: &mut Body<P>, last: bool, begun: Begun<'_>) {
-        let slot = task.slot();
-        let pid = begun.pid;
-        self.collect_events(slot, body, pid);
-        if last {
-            self.events.push(Event::Cancel(Cancel::Terminate));
-        }
-        let process = body.process.as_mut().expect("a Ready process has its body");
-        let spawner = LocalSpawner {
-            shared: &self.shared,
-            free: &self.free,
-        };
-        if let Some(ring) = &mut self.trace {
-            ring.begin_step();
-        }
-        let mut out = StepOutput::new(pid, &mut self.effects, &spawner, begun.preempt, begun.seq);
-        let events = &mut self.events;
-        let result = catch_unwind(AssertUnwindSafe(|| process.step(events, &mut out)));
-        let status = out.take_status();
-        self.events.clear();
-        slot.count_step();
-        self.counters().steps.add(1);
-        if let Some(ring) = &mut self.trace {
-            let code = match (&result, &status) {
-                (Ok(Ok(())), Status::Continue) => trace::status::CONTINUE,
-                (Ok(Ok(())), Status::Wait) => trace::status::WAIT,
-                (Ok(Ok(())), Status::Idle) => trace::status::IDLE,
-                (Ok(Ok(())), Status::Done(_)) => trace::status::DONE,
-                _ => trace::status::ERROR,
-            };
-            ring.end_step(pid, code);
-        }
-
-        let mut outcome: Option<Outcome<P>> = match result {
-            Ok(Ok(())) => None,
-            Ok(Err(e)) => Some(Err(ProcessError::Failed(e))),
-            Err(panic) => Some(Err(ProcessError::Panicked(panic_message(&*panic)))),
-        };
-        self.apply_spawns();
-        self.apply_sends();
-        let ending = outcome.is_some() || last || matches!(status, Status::Done(_));
-        if ending {
-            self.effects.commands.clear();
-        } else if let Err(message) = self.dispatch(pid, body) {
-            outcome = Some(Err(ProcessError::Panicked(message)));
-        }
-
-        let park = match (outcome, status) {
-            (Some(outcome), _) => return self.close(slot, body, outcome, true),
-            (None, _) if last => {
-                return self.close(slot, body, Err(ProcessError::Terminated), true)
-            }
-            (None, Status::Done(output)) => return self.close(slot, body, Ok(output), true),
-            (None, Status::Continue) => Park::Continue,
-            (None, Status::Wait) => Park::Wait,
-            (None, Status::Idle) => Park::Idle,
-        };
-        // Stamped before the transition, while we still hold the process:
-        // after it, a notifier or another worker may own the slot.
-        slot.stamp(self.shared.clock.now());
-        match slot.state.end_step(park) {
-            AfterStep::Requeue => self.yielded.push_back(task),
-            AfterStep::Parked => {}
-            AfterStep::Close => {
-                let why = if self.shared.phase() >= phase::FORCING {
-                    ProcessError::Shutdown
-                } else {
-                    ProcessError::Terminated
-                };
-                self.close(slot, body, Err(why), true);
-            }
-        }
-    }
-
-    /// Moves the process's queued events into the step buffer, dropping
-    /// (and reporting) events meant for an earlier process in this slot and
-    /// completions of tags the process is not waiting for.
-    fn collect_events(&mut self, slot: &Slot<P>, body: &mut Body<P>, pid: Pid) {
-        let mut drained = 0;
-        // SAFETY: we hold the process (Running), which makes us the queue's
-        // only consumer.
-        while let Some(envelope) = unsafe { slot.events.pop_with(&mut self.nodes) } {
-            drained += 1;
-            if envelope.generation != pid.generation() {
-                let stale = Pid::new(pid.index(), envelope.generation);
-                self.shared.undelivered(stale, envelope.event);
-                continue;
-            }
-            if let Event::Completion { tag, .. } = &envelope.event {
-                match body.pending.iter().position(|t| t == tag) {
-                    Some(at) => {
-                        body.pending.swap_remove(at);
-                    }
-                    None => {
-                        // Relaxed: a statistic.
-                        self.shared.unknown_tags.fetch_add(1, Ordering::Relaxed);
-                        self.shared.undelivered(pid, envelope.event);
-                        continue;
-                    }
-                }
-            }
-            self.events.push(envelope.event);
-        }
-        // Once per step, for the process dump's queued figure.
-        if self.shared.config.count_queued {
-            slot.count_drained(drained);
-        }
-    }
-
-    fn apply_spawns(&mut self) {
-        let moved = self.effects.spawned.len();
-        for pid in self.effects.spawned.drain(..) {
-            let slot = self
-                .shared
-                .table
-                .get(pid.index())
-                .expect("a spawned process has a slot");
-            if let Some(ring) = &mut self.trace {
-                ring.record_effect(Kind::Spawn, pid.into_raw());
-            }
-            self.deque.push(Task::new(slot));
-        }
-        self.queued_locally(moved);
-    }
-
-    fn apply_sends(&mut self) {
-        let mut displaced = 0;
-        for (to, message) in self.effects.sends.drain(..) {
-            let nodes = Some(&mut self.nodes);
-            match self
-                .shared
-                .deliver(to, Event::Message(message), Wake::Message, nodes)
-            {
-                Ok(Some(task)) => {
-                    if let Some(ring) = &mut self.trace {
-                        ring.record_effect(Kind::WakeMessage, to.into_raw());
-                    }
-                    if let Some(old) = self.runnext.replace(task) {
-                        self.deque.push(old);
-                        displaced += 1;
-                    }
-                }
-                Ok(None) => {}
-                Err((_, event)) => self.shared.undelivered(to, event),
-            }
-        }
-        self.queued_locally(displaced);
-    }
-
-    /// Hands each yielded command to its handler. A panicking handler ends
-    /// the process (its message is returned).
-    fn dispatch(&mut self, pid: Pid, body: &mut Body<P>) -> Result<(), String> {
-        use crate::process::Command as _;
-        let mut commands = core::mem::take(&mut self.effects.commands);
-        let mut result = Ok(());
-        for (tag, command) in commands.drain(..) {
-            if result.is_err() {
-                continue; // the process is ending: drop the rest
-            }
-            body.pending.push(tag);
-            let kind = command.kind();
-            match self.shared.handlers.get(kind) {
-                None => {
-                    let error = Event::Completion {
-                        tag,
-                        result: Err(CommandError::UnknownCommand(kind)),
-                    };
-                    // The process is Running: this only sets its wakeup bit.
-                    let nodes = Some(&mut self.nodes);
-                    let _ = self.shared.deliver(pid, error, Wake::Completion, nodes);
-                }
-                Some(handler) => {
-                    let completer = Completer::new(Arc::clone(&self.shared), pid, tag);
-                    if let Err(panic) =
-                        catch_unwind(AssertUnwindSafe(|| handler(command, completer)))
-                    {
-                        result = Err(panic_message(&*panic));
-                    }
-                }
-            }
-        }
-        self.effects.commands = commands; // keep the buffer
-        result
-    }
-
-    /// Ends the process: `close`, report leftovers, publish the outcome,
-    /// free the slot. `after_step`: right after a step of it (the trace
-    /// stamps the completion with that step's end).
-    fn close(
-        &mut self,
-        slot: &Slot<P>,
-        body: &mut Body<P>,
-        mut outcome: Outcome<P>,
-        after_step: bool,
-    ) {
-        let pid = slot.pid();
-        slot.state.complete();
-        if let Some(mut process) = body.process.take() {
-            let closed = catch_unwind(AssertUnwindSafe(move || {
-                process.close();
-                drop(process);
-            }));
-            if let Err(panic) = closed {
-                if outcome.is_ok() {
-                    outcome = Err(ProcessError::Panicked(panic_message(&*panic)));
-                }
-            }
-        }
-        let mut drained = 0;
-        // SAFETY: we still hold the process (Complete, not yet freed): the
-        // only consumer of its queue.
-        while let Some(envelope) = unsafe { slot.events.pop_with(&mut self.nodes) } {
-            drained += 1;
-            let to = Pid::new(pid.index(), envelope.generation);
-            self.shared.undelivered(to, envelope.event);
-        }
-        if self.shared.config.count_queued {
-            slot.count_drained(drained);
-        }
-        body.pending.clear();
-        let joiner = body.joiner.take();
-        if matches!(outcome, Err(ProcessError::Shutdown)) {
-            // Relaxed: read by `shutdown` after `live()` reached zero, which
-            // the table's own counters order.
-            self.shared.forced.fetch_add(1, Ordering::Relaxed);
-        }
-        self.shared
-            .table
-            .remove(slot, self.index, &mut self.free.borrow_mut());
-        if let Some(ring) = &mut self.trace {
-            if after_step {
-                ring.record_effect(Kind::Complete, pid.into_raw());
-            } else {
-                ring.record(Kind::Complete, pid.into_raw(), 0);
-            }
-        }
-        if let Some(hook) = &self.shared.hooks.on_complete {
-            hook(pid, &outcome);
-        }
-        if let Some(joiner) = joiner {
-            joiner.set(outcome);
         }
     }
 }
