@@ -23,14 +23,9 @@ struct Proc {
 impl Proc {
     /// A process that a worker is stepping (Running), generation returned.
     fn running() -> (Arc<Proc>, u32) {
-        let p = Proc {
-            state: StateWord::new(),
-            events: Queue::new(),
-            queued: AtomicUsize::new(0),
-        };
-        let generation = p.state.activate();
+        let (p, generation) = Proc::ready();
         assert_eq!(p.state.start(), Start::Step { last: false });
-        (Arc::new(p), generation)
+        (p, generation)
     }
 
     /// A process queued to run (Ready), not yet started; generation returned.
