@@ -19,7 +19,7 @@ use std::thread;
 use std::time::Duration;
 
 use stepsched::process::state::Lifecycle;
-use stepsched::process::{Command, Event, NoCommand, Pid, Process, Status, StepOutput};
+use stepsched::process::{Command, Event, Process, StepOutput};
 use stepsched::sched::{Completer, Scheduler};
 
 // ---------------------------------------------------------------------------
@@ -193,65 +193,12 @@ impl Parser<'_> {
 }
 
 // ---------------------------------------------------------------------------
-// A mixed workload: ping-pong pairs, yielders and spawn chains.
+// A mixed workload (ping-pong pairs, yielders, spawn chains): the processes
+// of examples/trace.rs.
 
-enum Job {
-    Yield(u32),
-    Chain(u32),
-    Ping,
-}
-
-impl Process for Job {
-    type Input = u32;
-    type Message = (Pid, u32);
-    type Command = NoCommand;
-    type Reply = ();
-    type Output = ();
-    type Error = String;
-
-    fn init(&mut self, method: &str, n: u32) -> Result<(), String> {
-        *self = match method {
-            "yield" => Job::Yield(n),
-            "chain" => Job::Chain(n),
-            _ => Job::Ping,
-        };
-        Ok(())
-    }
-
-    fn step(
-        &mut self,
-        events: &mut Vec<Event<Self>>,
-        out: &mut StepOutput<'_, Self>,
-    ) -> Result<(), String> {
-        match self {
-            Job::Yield(0) => out.done(()),
-            Job::Yield(n) => {
-                *n -= 1;
-                out.set_status(Status::Continue);
-            }
-            Job::Chain(n) => {
-                if *n > 0 {
-                    out.spawn(Job::Ping, "chain", *n - 1)
-                        .map_err(|e| e.to_string())?;
-                }
-                out.done(());
-            }
-            Job::Ping => {
-                for event in events.drain(..) {
-                    if let Event::Message((from, n)) = event {
-                        if n > 0 {
-                            out.send(from, (out.pid(), n - 1));
-                        }
-                        if n <= 1 {
-                            out.done(());
-                        }
-                    }
-                }
-            }
-        }
-        Ok(())
-    }
-}
+#[path = "../examples/common/job.rs"]
+mod job;
+use job::Job;
 
 /// An exported trace, parsed and checked.
 struct Tracks {
