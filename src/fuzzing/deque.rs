@@ -27,6 +27,8 @@ struct Tracked {
 
 impl Drop for Tracked {
     fn drop(&mut self) {
+        // Relaxed: a count read by the same single-threaded engine (or after
+        // the threads that drop items were joined).
         self.drops.fetch_add(1, Ordering::Relaxed);
     }
 }

@@ -411,6 +411,9 @@ impl<T> Default for Queue<T> {
 
 impl<T> Drop for Queue<T> {
     fn drop(&mut self) {
+        // Relaxed, here and for `head` and `spare` below: `&mut self` is
+        // exclusive, and whatever handed it to us (a join, the last `Arc`)
+        // already ordered every other thread's pushes and pops before it.
         let stub = self.consumer.tail.load(Ordering::Relaxed);
         // Every block is fully used except `head`'s, so each is freed by the
         // release of its last node in the list; `head`'s block once its
