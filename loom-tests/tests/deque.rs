@@ -2,7 +2,7 @@
 //! loom models of `stepsched::deque`: each proves exactly-once delivery for
 //! one interleaving family, named after it.
 //!
-//! Run (about a minute in all on two cores):
+//! Run (a few seconds in all; the build takes longer):
 //!
 //! ```text
 //! cd /work/main   # the workspace root
@@ -483,6 +483,82 @@ models! {
         got.extend(drain(&w));
         assert_exactly_once(w, got, 2);
         assert_all_dropped(2);
+    }
+
+    /// Defect 1 of issue 9: push, push, pop on the owner against one
+    /// `steal`, capacity 2. The thief loads `head` before the pop's RMW,
+    /// then reads `bottom == 1` *from the pop's own store*, reads slot 0 and
+    /// wins its CAS before the pop's RMW. That store must be Release: with
+    /// Relaxed it does not carry the push of item 0, so the thief's slot
+    /// read is unordered (a null slot for `Id`, a stale payload for `Box`).
+    fn thief_reads_bottom_from_pops_store<T>() [
+        Id => thief_reads_bottom_from_pops_store,
+        Boxed => thief_reads_bottom_from_pops_store_payload
+    ] {
+        let w: Worker<T> = Worker::with_capacity(2);
+        let s = w.stealer();
+        let thief = thread::spawn(move || steal(&s));
+        push(&w, 0..2);
+        let mut got = pop(&w);
+        got.extend(thief.join().unwrap());
+        got.extend(drain(&w));
+        assert_exactly_once(w, got, 2);
+        assert_all_dropped(2);
+    }
+
+    /// The pop that finds the deque emptied by a thief and restores
+    /// `bottom`, then a push into the next slot and a second pop, against a
+    /// second steal: exactly once across the undo. (A thief that reads the
+    /// restored `bottom` with a stale `head` reads slots before its CAS
+    /// fails; loom's null-filled slots hide that read, so the undo store's
+    /// Release is defended under Miri instead:
+    /// `thief_reading_the_pops_undo_store_sees_the_pushed_slot` in
+    /// `tests/deque_weak_memory.rs`.)
+    fn thief_reads_bottom_from_pops_undo_store<T>() [
+        Id => thief_reads_bottom_from_pops_undo_store,
+        Boxed => thief_reads_bottom_from_pops_undo_store_payload
+    ] {
+        let w: Worker<T> = Worker::with_capacity(2);
+        push(&w, 0..1);
+        let (s1, s2) = (w.stealer(), w.stealer());
+        let thief = thread::spawn(move || {
+            let mut got = steal(&s1);
+            got.extend(steal(&s2));
+            got
+        });
+        let mut got = pop(&w);
+        push(&w, 1..2);
+        got.extend(pop(&w));
+        got.extend(thief.join().unwrap());
+        got.extend(drain(&w));
+        assert_exactly_once(w, got, 2);
+        assert_all_dropped(2);
+    }
+
+    /// tokio's `loom_queue` `basic` model, ported (written anew for this
+    /// deque): two rounds of push, push, pop on a capacity-2 ring, so round
+    /// 2 pushes into the slots where round 1's items were, against a thief
+    /// that steals throughout. A thief that reads a stale slot pointer and
+    /// wins its CAS delivers one item twice and loses another.
+    fn two_rounds_reuse_slots_vs_thief<T>() [
+        Id => two_rounds_reuse_slots_vs_thief
+    ] {
+        let w: Worker<T> = Worker::with_capacity(2);
+        let s = w.stealer();
+        let thief = thread::spawn(move || {
+            let mut got = steal(&s);
+            got.extend(steal(&s));
+            got
+        });
+        let mut got = Vec::new();
+        for round in 0..2 {
+            push(&w, 2 * round..2 * round + 2);
+            got.extend(pop(&w));
+        }
+        got.extend(thief.join().unwrap());
+        got.extend(drain(&w));
+        assert_exactly_once(w, got, 4);
+        assert_all_dropped(4);
     }
 
     /// The owner pops once and drops its `Worker` on its own thread while a

@@ -40,11 +40,24 @@
 //!   read the `k` slots from `top`, then CAS `head` from the value loaded to
 //!   that value plus `k`. A failed CAS is [`Steal::Retry`]: someone else
 //!   changed `head` in between.
-//! - **pop** (owner): store `bottom - 1`, then perform one read-modify-write
-//!   on `head` (instead of Chase-Lev's SeqCst fence and load), which returns
-//!   the current `top`. If `top` is not above the popped position the item
-//!   is the owner's, *even the last one*: no second CAS is needed, because
-//!   the RMW already excluded every thief (below).
+//! - **pop** (owner): store `bottom - 1` with Release, then perform one
+//!   read-modify-write on `head` (instead of Chase-Lev's SeqCst fence and
+//!   load), which returns the current `top`. If `top` is not above the
+//!   popped position the item is the owner's, *even the last one*: no second
+//!   CAS is needed, because the RMW already excluded every thief (below). If
+//!   thieves took everything, `bottom` is restored, again with Release.
+//!
+//! **Every store of `bottom` is Release**, the pop's two included. A thief
+//! may read `bottom` from any of them and then reads the slots below it;
+//! only the store it read from can order those reads after the pushes that
+//! wrote the slots. The pop's stores were once Relaxed, on the argument that
+//! the RMW publishes them: that covers thieves that read `head` after the
+//! RMW, not one that read `head` before it and `bottom` from the pop's own
+//! store (push A, push B, pop, against one steal: the thief reads slot 0
+//! unordered, and its CAS can still win). x86 hides it; loom
+//! (`thief_reads_bottom_from_pops_store`) and Miri
+//! (`thieves_never_read_unwritten_slots`) do not. On x86 a Release store is
+//! the same `mov`.
 //!
 //! ## Why the seed's steal-half is wrong, and what replaces it
 //!

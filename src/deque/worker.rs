@@ -265,15 +265,27 @@ impl<T: Pointer> Worker<T> {
             return None;
         }
         let pos = bottom.wrapping_sub(1);
-        // Relaxed: published by the Release half of the RMW in `reserve`,
-        // which every thief that could otherwise miss it must acquire.
-        inner.owner.bottom.store(pos, Ordering::Relaxed);
+        // Release: pairs with the thieves' Acquire load of `bottom` in
+        // `claim`. A thief can read this very value (its `head` load came
+        // before our RMW below) and then reads the slots below it, so the
+        // store must carry the pushes that wrote them, as `push`'s does;
+        // with Relaxed it reads a slot unordered (uninitialised memory, or
+        // a stale item whose claim may still win: issue 9, defect 1;
+        // loom: `thief_reads_bottom_from_pops_store`). That thieves reading
+        // `head` after the RMW in `reserve` see the lowered value is the
+        // RMW's own Release (see there). A plain `mov` on x86_64.
+        inner.owner.bottom.store(pos, Ordering::Release);
         let top = self.reserve(pos);
         self.top_seen.set(top);
         if (pos.wrapping_sub(top) as i32) < 0 {
             // Thieves took everything: top == bottom. Undo the decrement.
-            // Relaxed: the deque is empty; the value publishes nothing.
-            inner.owner.bottom.store(bottom, Ordering::Relaxed);
+            // Release, as for the decrement: a thief whose `head` is older
+            // than the claims that emptied the deque reads this value and
+            // then slots below it, before its CAS fails; without Release
+            // those reads are unordered with the pushes that wrote them
+            // (uninitialised memory under Miri: the test
+            // `thieves_never_read_unwritten_slots` in `tests/deque.rs`).
+            inner.owner.bottom.store(bottom, Ordering::Release);
             return None;
         }
         // SAFETY: `reserve` proved that no claim covers `pos`, and the

@@ -1,0 +1,152 @@
+//! Concurrent deque tests sized for Miri, whose weak-memory emulation lets a
+//! load return an older store where the C++ memory model allows it (as a
+//! weakly ordered CPU would). x86 never shows these interleavings, so the
+//! natively run stress tests (`tests/deque_stress.rs`) cannot fail on them;
+//! here Miri reports a slot read that is not ordered after the push that
+//! wrote it as "using uninitialized data" (rings start uninitialised).
+//!
+//! Run: `cargo +nightly miri test --test deque_weak_memory` (CI runs it with
+//! several `-Zmiri-many-seeds`). Natively it is a short smoke test.
+//!
+//! The shape is crossbeam-deque's `stress` test, written anew: an owner that
+//! pushes and pops at random on a small ring while thieves steal until it
+//! is done; every item is received exactly once.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread;
+
+use stepsched::deque::{Steal, Stealer, Worker};
+
+/// Owner operations per run: small under Miri (~1000x slower).
+const OPS: usize = if cfg!(miri) { 200 } else { 100_000 };
+const THIEVES: usize = 2;
+
+/// xorshift32, seeded per run: the owner's push/pop choices.
+fn next(rng: &mut u32) -> u32 {
+    *rng ^= *rng << 13;
+    *rng ^= *rng >> 17;
+    *rng ^= *rng << 5;
+    *rng
+}
+
+/// Marks an item received; panics if it already was.
+fn receive(seen: &[AtomicUsize], item: usize) {
+    let before = seen[item].fetch_add(1, Ordering::Relaxed);
+    assert_eq!(before, 0, "item {item} received twice");
+}
+
+fn thief(s: Stealer<Box<usize>>, seen: Arc<Vec<AtomicUsize>>, done: Arc<AtomicBool>) {
+    let dest = Worker::with_capacity(1);
+    let mut turn = 0u32;
+    loop {
+        // Alternate single steals and batch steals: both read slots.
+        turn = turn.wrapping_add(1);
+        let got = if turn % 2 == 0 {
+            s.steal()
+        } else {
+            s.steal_half_into(&dest)
+        };
+        match got {
+            Steal::Success(item) => receive(&seen, *item),
+            Steal::Retry => {}
+            // Acquire: pairs with the owner's Release store of `done`.
+            Steal::Empty if done.load(Ordering::Acquire) => break,
+            Steal::Empty => thread::yield_now(),
+        }
+        while let Some(item) = dest.pop() {
+            receive(&seen, *item);
+        }
+    }
+}
+
+/// The owner pushes and pops at random (more pushes than pops) on a
+/// capacity-2 ring, so positions reuse slots all the time and the pop's
+/// `bottom` stores, both the decrement and the undo when thieves emptied
+/// the deque, are read by thieves in every state.
+#[test]
+fn thieves_never_read_unwritten_slots() {
+    let seen: Arc<Vec<AtomicUsize>> = Arc::new((0..OPS).map(|_| AtomicUsize::new(0)).collect());
+    let done = Arc::new(AtomicBool::new(false));
+    let w = Worker::with_capacity(2);
+    let thieves: Vec<_> = (0..THIEVES)
+        .map(|_| {
+            let (s, seen, done) = (w.stealer(), Arc::clone(&seen), Arc::clone(&done));
+            thread::spawn(move || thief(s, seen, done))
+        })
+        .collect();
+    let mut rng = 0x9E37_79B9u32;
+    let mut pushed = 0;
+    while pushed < OPS {
+        if next(&mut rng) % 3 == 0 {
+            if let Some(item) = w.pop() {
+                receive(&seen, *item);
+            }
+        } else {
+            w.push(Box::new(pushed));
+            pushed += 1;
+        }
+    }
+    while let Some(item) = w.pop() {
+        receive(&seen, *item);
+    }
+    // Release: pairs with the thieves' Acquire load; the deque is empty.
+    done.store(true, Ordering::Release);
+    for t in thieves {
+        t.join().expect("a thief panicked");
+    }
+    for (item, count) in seen.iter().enumerate() {
+        assert_eq!(count.load(Ordering::Relaxed), 1, "item {item} lost");
+    }
+}
+
+/// The smallest shape of defect 1 (issue 9), repeated: a fresh ring of
+/// capacity 2, a thief stealing once, and the owner's push A, push B, pop.
+/// The thief may read `bottom == 1` from the pop's own store and then slot
+/// 0: that store must carry push A.
+#[test]
+fn thief_reading_the_pops_bottom_sees_the_pushed_slot() {
+    let rounds = if cfg!(miri) { 30 } else { 2_000 };
+    for _ in 0..rounds {
+        let w: Worker<Box<usize>> = Worker::with_capacity(2);
+        let s = w.stealer();
+        let thief = thread::spawn(move || s.steal().success().map(|b| *b));
+        w.push(Box::new(0));
+        w.push(Box::new(1));
+        let mut got: Vec<usize> = w.pop().map(|b| *b).into_iter().collect();
+        got.extend(thief.join().expect("the thief panicked"));
+        while let Some(item) = w.pop() {
+            got.push(*item);
+        }
+        got.sort_unstable();
+        assert_eq!(got, vec![0, 1]);
+    }
+}
+
+/// Defect 1's second store, repeated: the owner pushes one item and pops
+/// it while two thieves steal; when a thief wins, the pop finds the deque
+/// emptied and restores `bottom`. The other thief may have read `head`
+/// before any of that and then read the restored `bottom` from the undo
+/// store: it goes on to read slot 0 before its CAS fails, so that store
+/// must carry the push that wrote the slot.
+#[test]
+fn thief_reading_the_pops_undo_store_sees_the_pushed_slot() {
+    let rounds = if cfg!(miri) { 60 } else { 2_000 };
+    for _ in 0..rounds {
+        let w: Worker<Box<usize>> = Worker::with_capacity(2);
+        let thieves: Vec<_> = (0..2)
+            .map(|_| {
+                let s = w.stealer();
+                thread::spawn(move || s.steal().success().map(|b| *b))
+            })
+            .collect();
+        w.push(Box::new(0));
+        // Lets a thief claim the item first, so that the pop undoes.
+        thread::yield_now();
+        let mut got: Vec<usize> = w.pop().map(|b| *b).into_iter().collect();
+        for t in thieves {
+            got.extend(t.join().expect("a thief panicked"));
+        }
+        assert_eq!(got, vec![0]);
+    }
+}
