@@ -299,6 +299,16 @@ impl<T> GlobalQueue<T> {
     }
 }
 
+#[cfg(test)]
+impl<T> GlobalQueue<T> {
+    /// The first half of a push, the claim and the item write, with the
+    /// link left to the returned guard: a producer preempted mid-push, for
+    /// tests of the mid-link window (DESIGN.md trap 4).
+    pub(crate) fn push_mid_link(&self, item: T) -> crate::mpsc::MidLink<'_, T> {
+        self.queue.push_mid_link(item)
+    }
+}
+
 impl<T> Default for GlobalQueue<T> {
     fn default() -> Self {
         GlobalQueue::new()

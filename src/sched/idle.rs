@@ -22,6 +22,7 @@
 
 use crate::padded::CachePadded;
 use crate::sync::{fence, AtomicU64, Condvar, Mutex, Ordering};
+use std::time::{Duration, Instant};
 
 const SPINNER: u64 = 1;
 const SLEEPER: u64 = 1 << 32;
@@ -179,14 +180,37 @@ impl Idle {
     /// worker still registered, so it withdraws itself here: the list and the
     /// count never keep a worker that is awake.
     pub fn park(&self, index: usize) {
+        self.park_timeout(index, None);
+    }
+
+    /// [`Idle::park`], but wakes by itself after `timeout` if no one woke it
+    /// first (`None`: never). Used to back off while the re-check sees work
+    /// that cannot be taken yet (a push half done, see `worker.rs`): the
+    /// worker stays registered, so a publisher's notify still wakes it at
+    /// once, and the timeout bounds the wait for work no notify will
+    /// announce.
+    ///
+    /// On a timeout the worker withdraws as in `cancel_park`; if a waker
+    /// popped it meanwhile, that waker's flag is left stale and the next
+    /// park returns at once (as above). Under loom a wait never times out,
+    /// so the models check the protocol without relying on the timeout.
+    pub fn park_timeout(&self, index: usize, timeout: Option<Duration>) {
         {
             let parker = &self.parkers[index];
+            let deadline = timeout.map(|t| Instant::now() + t);
             let mut notified = parker.notified.lock().unwrap_or_else(|e| e.into_inner());
             while !*notified {
-                notified = parker
-                    .wake
-                    .wait(notified)
-                    .unwrap_or_else(|e| e.into_inner());
+                notified = match deadline {
+                    None => (parker.wake.wait(notified)).unwrap_or_else(|e| e.into_inner()),
+                    Some(deadline) => {
+                        let now = Instant::now();
+                        if now >= deadline {
+                            break;
+                        }
+                        let waited = parker.wake.wait_timeout(notified, deadline - now);
+                        waited.unwrap_or_else(|e| e.into_inner()).0
+                    }
+                };
             }
             *notified = false;
         }

@@ -293,6 +293,7 @@ impl<P: Process> Scheduler<P> {
             completed: shared.table.closed(),
             undelivered: shared.undelivered.load(Ordering::Relaxed),
             unknown_tags: shared.unknown_tags.load(Ordering::Relaxed),
+            hook_panics: shared.hooks.panics(),
             global_queue_nonempty: !shared.global.is_empty(),
             spinning,
             sleeping,
@@ -435,3 +436,6 @@ impl<P: Process> fmt::Debug for Scheduler<P> {
             .finish_non_exhaustive()
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -17,6 +17,7 @@ pub(crate) struct Counters {
     pub(crate) inject_takes: Counter,
     pub(crate) spins: Counter,
     pub(crate) parks: Counter,
+    pub(crate) parks_cancelled: Counter,
     pub(crate) wakeups: Counter,
 }
 
@@ -50,6 +51,7 @@ impl Counters {
             inject_takes: self.inject_takes.get(),
             spins: self.spins.get(),
             parks: self.parks.get(),
+            parks_cancelled: self.parks_cancelled.get(),
             wakeups: self.wakeups.get(),
             local_queue,
         }
@@ -75,6 +77,14 @@ pub struct WorkerStats {
     pub spins: u64,
     /// Times it parked.
     pub parks: u64,
+    /// Times it went to park but withdrew, because the re-check after
+    /// registering as a sleeper saw work it had not been able to take: a
+    /// queue that is not empty but whose next push is half done, a token
+    /// held by another taker, or another worker's queue it may not steal
+    /// from (it is not a spinner). Each counts as an idle round (the worker
+    /// yields its thread; see `src/sched/README.md`), so this grows slowly
+    /// even while a producer is stalled mid-push.
+    pub parks_cancelled: u64,
     /// Times it was woken from a park.
     pub wakeups: u64,
     /// Processes in its local deque when read.
@@ -97,6 +107,13 @@ pub struct Stats {
     pub undelivered: u64,
     /// Completions whose tag the process was not waiting for.
     pub unknown_tags: u64,
+    /// Panics raised by the embedder's hooks (`on_complete`,
+    /// `on_undelivered`, `on_park`, `on_unpark`, `on_thread_start`,
+    /// `on_thread_stop`) and contained by the scheduler. A panicking hook
+    /// does not end the process it ran for nor its worker; its call is
+    /// abandoned and counted here, and the scheduler prints nothing (the
+    /// panic hook of `std` reports the panic as usual).
+    pub hook_panics: u64,
     /// Whether the global queue held work when read.
     pub global_queue_nonempty: bool,
     /// Workers spinning when read.
@@ -119,6 +136,7 @@ impl Stats {
                 inject_takes: a.inject_takes + w.inject_takes,
                 spins: a.spins + w.spins,
                 parks: a.parks + w.parks,
+                parks_cancelled: a.parks_cancelled + w.parks_cancelled,
                 wakeups: a.wakeups + w.wakeups,
                 local_queue: a.local_queue + w.local_queue,
             })
@@ -130,7 +148,7 @@ impl fmt::Display for Stats {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
-            "{:>7} {:>10} {:>9} {:>8} {:>8} {:>8} {:>8} {:>9} {:>7} {:>8} {:>6}",
+            "{:>7} {:>10} {:>9} {:>8} {:>8} {:>8} {:>8} {:>9} {:>7} {:>9} {:>8} {:>6}",
             "worker",
             "steps",
             "attempts",
@@ -140,6 +158,7 @@ impl fmt::Display for Stats {
             "inject",
             "spins",
             "parks",
+            "cancelled",
             "wakeups",
             "queue"
         )?;
@@ -152,7 +171,7 @@ impl fmt::Display for Stats {
         for (name, w) in rows.chain(core::iter::once(("total".to_owned(), &total))) {
             writeln!(
                 f,
-                "{:>7} {:>10} {:>9} {:>8} {:>8} {:>8} {:>8} {:>9} {:>7} {:>8} {:>6}",
+                "{:>7} {:>10} {:>9} {:>8} {:>8} {:>8} {:>8} {:>9} {:>7} {:>9} {:>8} {:>6}",
                 name,
                 w.steps,
                 w.steal_attempts,
@@ -162,18 +181,20 @@ impl fmt::Display for Stats {
                 w.inject_takes,
                 w.spins,
                 w.parks,
+                w.parks_cancelled,
                 w.wakeups,
                 w.local_queue
             )?;
         }
         write!(
             f,
-            "live {}  submitted {}  completed {}  undelivered {}  unknown tags {}  spinning {}  sleeping {}",
+            "live {}  submitted {}  completed {}  undelivered {}  unknown tags {}  hook panics {}  spinning {}  sleeping {}",
             self.live,
             self.submitted,
             self.completed,
             self.undelivered,
             self.unknown_tags,
+            self.hook_panics,
             self.spinning,
             self.sleeping
         )

@@ -33,6 +33,7 @@ use crate::sync::{spin_loop, thread};
 use core::cell::RefCell;
 use std::collections::VecDeque;
 use std::sync::Arc;
+use std::time::Duration;
 
 mod step;
 
@@ -52,6 +53,25 @@ const CLOCK_ROUNDS: u32 = 8;
 /// than a few messages; 256 covers bursts (a fan-out) while holding at most
 /// 256 nodes (a few KiB) per worker.
 const NODE_CACHE: usize = 256;
+
+/// How many parks in a row a worker withdraws from (the re-check saw work
+/// it had not taken), yielding its thread after each, before it backs off
+/// by parking with a timeout instead. 16, as the idle ladder's
+/// `park_after`: a yield is ~1-5 µs, so a push half done for longer than
+/// ~20-80 µs (its producer was preempted, not merely slow) is waited out
+/// asleep.
+const YIELDING_CANCELS: u32 = 16;
+
+/// The first back-off park's timeout, doubled at each further withdrawal
+/// [`BACK_OFF_DOUBLINGS`] times. 50 µs: a few of the yields it follows.
+const BACK_OFF_MIN: Duration = Duration::from_micros(50);
+
+/// How many times the back-off doubles: 50 µs << 5 = 1.6 ms, about one
+/// scheduler time slice, the time a preempted producer waits for its CPU.
+/// It bounds the extra latency of work no notify announces; work whose
+/// publisher notifies (as a half-done push's does once linked) wakes the
+/// worker at once.
+const BACK_OFF_DOUBLINGS: u32 = 5;
 
 /// A step as published for the long-step monitor.
 struct Begun<'w> {
@@ -75,6 +95,9 @@ pub(crate) struct Local<P: Process> {
     tick: u32,
     rng: u32,
     spinning: bool,
+    /// Parks in a row withdrawn from because work was visible; reset when
+    /// work is found (see `park`).
+    cancelled: u32,
     events: Vec<Event<P>>,
     effects: Effects<P>,
     /// Slots this worker freed, for its own spawns.
@@ -105,6 +128,7 @@ impl<P: Process> Local<P> {
             tick: 0,
             rng: (index as u32).wrapping_mul(0x9E37_79B9) | 1,
             spinning: false,
+            cancelled: 0,
             events: Vec::new(),
             effects: Effects::new(),
             free: RefCell::new(FreeCache::default()),
@@ -118,9 +142,7 @@ impl<P: Process> Local<P> {
     /// The worker thread's body.
     pub(crate) fn run(mut self) {
         let shared = Arc::clone(&self.shared);
-        if let Some(hook) = &shared.hooks.on_thread_start {
-            hook(self.index);
-        }
+        shared.hooks.thread_start(self.index);
         let config = &shared.config;
         // Looked up once: the step loop publishes into it on every step.
         let watch = &shared.remotes[self.index].watch;
@@ -167,9 +189,7 @@ impl<P: Process> Local<P> {
         if self.trace.is_some() {
             self.hand_back_trace();
         }
-        if let Some(hook) = &shared.hooks.on_thread_stop {
-            hook(self.index);
-        }
+        shared.hooks.thread_stop(self.index);
     }
 
     /// Records the exit and leaves the ring with the tracer. Out of line:
@@ -198,6 +218,7 @@ impl<P: Process> Local<P> {
     }
 
     fn found_work(&mut self) {
+        self.cancelled = 0;
         if self.spinning {
             self.spinning = false;
             if self.shared.idle.stop_spinning() {
@@ -339,25 +360,82 @@ impl<P: Process> Local<P> {
         None
     }
 
+    /// Goes to sleep (`idle.rs`), unless the re-check after registering
+    /// sees work: then it withdraws, which counts as an idle round.
+    ///
+    /// Work that is visible but was not taken is usually a push half done
+    /// (its producer preempted between swap and link: `is_empty` says
+    /// "not empty", the take says `Inconsistent`), or a token or another
+    /// worker's queue this worker may not take from. Going straight back
+    /// to the search would loop hot through the sleepers lock on the CPU
+    /// that producer needs. So the first [`YIELDING_CANCELS`] withdrawals
+    /// in a row yield the thread. After them the worker, still registered,
+    /// tries to take what it saw (`take_while_registered`); only if nothing
+    /// can be taken does it park despite the visible work, for
+    /// [`BACK_OFF_MIN`] doubling to 1.6 ms. Registered as a sleeper, it is
+    /// woken at once by the half-done push's own notify (which follows its
+    /// link); the timeout bounds the wait for work another taker holds. No
+    /// wakeup is lost either way (README, "Spin, yield, park").
+    ///
+    /// `on_park` runs before the worker registers and `on_unpark` after it
+    /// is back, whether it slept or withdrew: a hook that blocks then holds
+    /// no sleeper registration, and the two always pair.
     fn park(&mut self) {
         let shared = Arc::clone(&self.shared);
+        shared.hooks.park(self.index);
         shared.idle.prepare_park(self.index, self.spinning);
         self.spinning = false;
-        if shared.has_visible_work() || shared.phase() == phase::EXITING {
+        let mut timeout = None;
+        if shared.phase() == phase::EXITING {
             shared.idle.cancel_park(self.index);
+            shared.hooks.unpark(self.index);
             return;
+        }
+        if shared.has_visible_work() {
+            let back_off = self.cancelled >= YIELDING_CANCELS;
+            if !back_off || self.take_while_registered() {
+                shared.idle.cancel_park(self.index);
+                self.counters().parks_cancelled.add(1);
+                self.cancelled = self.cancelled.saturating_add(1);
+                thread::yield_now();
+                shared.hooks.unpark(self.index);
+                return;
+            }
+            let doublings = (self.cancelled - YIELDING_CANCELS).min(BACK_OFF_DOUBLINGS);
+            self.cancelled = self.cancelled.saturating_add(1);
+            timeout = Some(BACK_OFF_MIN * (1 << doublings));
+        } else {
+            // Every queue looked empty: a fresh streak after this park.
+            self.cancelled = 0;
         }
         self.counters().parks.add(1);
         self.record(Kind::Park, 0, 0);
-        if let Some(hook) = &shared.hooks.on_park {
-            hook(self.index);
-        }
-        shared.idle.park(self.index);
+        shared.idle.park_timeout(self.index, timeout);
         shared.clock.refresh();
         self.counters().wakeups.add(1);
         self.record(Kind::Unpark, 0, 0);
-        if let Some(hook) = &shared.hooks.on_unpark {
-            hook(self.index);
+        shared.hooks.unpark(self.index);
+    }
+
+    /// Before a back-off park, after registering as a sleeper and the
+    /// fence: takes whatever this worker can take, from its inject queue,
+    /// the global queue or (as a spinner would) the other workers, onto the
+    /// local deque (`find_local` pops it next). The re-check only looked at
+    /// emptiness; this tells work a half-done push stalls from work that
+    /// is there. A publisher whose fence came before ours (which includes
+    /// one that saw this worker spinning and so woke no one) had linked its
+    /// work before this take, which finds it, unless another taker holds it
+    /// (`Busy`, `Retry`: that taker runs it). A publisher whose fence comes
+    /// after ours sees this worker registered. So the back-off never sleeps
+    /// on work no one else is taking or will be told of.
+    fn take_while_registered(&mut self) -> bool {
+        let taken = self.take_inject().or_else(|| self.take_global());
+        match taken.or_else(|| self.steal()) {
+            Some(task) => {
+                self.deque.push(task);
+                true
+            }
+            None => false,
         }
     }
 }

@@ -292,9 +292,7 @@ impl<P: Process> Local<P> {
                 ring.record(Kind::Complete, pid.into_raw(), 0);
             }
         }
-        if let Some(hook) = &self.shared.hooks.on_complete {
-            hook(pid, &outcome);
-        }
+        self.shared.hooks.complete(pid, &outcome);
         if let Some(joiner) = joiner {
             joiner.set(outcome);
         }
