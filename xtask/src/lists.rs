@@ -96,7 +96,8 @@ fn entries(text: &str) -> Vec<(String, String)> {
             out.push((String::new(), String::new()));
         }
     }
-    out.retain(|(k, _)| !k.is_empty());
+    // Keys always name a path (`file::fn::…`); other code spans are prose.
+    out.retain(|(k, _)| k.contains("::"));
     out
 }
 
@@ -123,7 +124,7 @@ pub fn relaxed(path: &Path) -> HashMap<String, Relaxed> {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     entries(&text)
         .into_iter()
-        .filter(|(k, _)| !k.contains("->"))
+        .filter(|(k, _)| !k.contains("->") && !k.contains('→'))
         .map(|(k, body)| {
             let status = if body.contains("todo:") {
                 Relaxed::Todo
@@ -145,7 +146,7 @@ mod tests {
 
     #[test]
     fn parses_entries() {
-        let md = "# S\n\n- `a.rs::f::x.load#0:Acquire->Relaxed` — loom has no\n  load buffering.\n- `b.rs::g::y.store#0:Release→Relaxed`\n\n# R\n- `c.rs::h::z.store#0` — model: `deque::pop_vs_steal`\n- `c.rs::h::w.store#0`\n  unshared: owner only\n- `c.rs::h::v.store#0` todo: find one\n";
+        let md = "# S\n\n- `model:` prose, not an entry\n- `a.rs::f::x.load#0:Acquire->Relaxed` — loom has no\n  load buffering.\n- `b.rs::g::y.store#0:Release→Relaxed`\n\n# R\n- `c.rs::h::z.store#0` — model: `deque::pop_vs_steal`\n- `c.rs::h::w.store#0`\n  unshared: owner only\n- `c.rs::h::v.store#0` todo: find one\n";
         let p = std::env::temp_dir().join(format!("xtask-lists-{}.md", std::process::id()));
         std::fs::write(&p, md).unwrap();
         let s = survivors(&p);
@@ -155,6 +156,7 @@ mod tests {
         assert_eq!(r["c.rs::h::z.store#0"], Relaxed::Model);
         assert_eq!(r["c.rs::h::w.store#0"], Relaxed::Unshared);
         assert_eq!(r["c.rs::h::v.store#0"], Relaxed::Todo);
+        assert_eq!(r.len(), 3);
         std::fs::remove_file(&p).unwrap();
     }
 }
