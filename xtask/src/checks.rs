@@ -1,0 +1,476 @@
+//! Which checks can observe a mutant in which file, and how they are run.
+//!
+//! [`MAP`] is the one table from source files to checks. A check is
+//!
+//! - `loom:<file>`: the loom models in `loom-tests/tests/<file>.rs`, built
+//!   with `RUSTFLAGS="--cfg loom"` in release and run with
+//!   `LOOM_MAX_PREEMPTIONS=3` (unless set), target dir `target/mutate/loom`;
+//! - `test:<file>`: the integration tests `tests/<file>.rs` in release,
+//!   target dir `target/mutate/std`: for the scheduler code loom does not
+//!   build, these are the stress and protocol tests that can see a lost
+//!   wakeup, a lost process or a hang;
+//! - `miri:<file>`: `cargo +nightly miri test --test <file>` (only with
+//!   `--miri`; slow), target dir `target/mutate/miri`.
+//!
+//! Each test binary is built once per mutant (`cargo test --no-run`); then
+//! its tests run one at a time (`--exact`), the ones that killed earlier
+//! mutants first, and the first failure kills the mutant (fail-fast). A
+//! check that runs past its timeout also kills it: a hang is a detected
+//! bug, and the verdict says `timeout`.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Source files (exact paths, or directories ending in `/`) and the checks
+/// that run for a mutant in them. The first matching row wins, so files come
+/// before their directory.
+pub const MAP: &[(&str, &[&str])] = &[
+    // The deque is loom-built: its models check exactly-once delivery with
+    // items whose contents are loom cells (causality errors).
+    ("src/deque/", &["loom:deque"]),
+    // The MPSC queue and its users (mailbox, global queue) are loom-built.
+    (
+        "src/mpsc/",
+        &["loom:mpsc", "loom:mailbox", "loom:global_queue"],
+    ),
+    ("src/process/state.rs", &["loom:state"]),
+    // `output.rs` reads the monitor's preemption request.
+    (
+        "src/process/",
+        &["test:sched_monitor", "test:sched_messages"],
+    ),
+    ("src/sched/idle.rs", &["loom:idle", "test:sched_parking"]),
+    (
+        "src/sched/global.rs",
+        &["loom:global_queue", "test:global_queue"],
+    ),
+    // Not built under loom: the scheduler's integration tests in release.
+    (
+        "src/sched/table.rs",
+        &[
+            "test:sched_commands",
+            "test:sched_completion",
+            "test:sched_terminate",
+            "test:sched_dump",
+        ],
+    ),
+    (
+        "src/sched/shared.rs",
+        &[
+            "test:sched_shutdown",
+            "test:sched_errors",
+            "test:sched_messages",
+        ],
+    ),
+    (
+        "src/sched/scheduler.rs",
+        &[
+            "test:sched_shutdown",
+            "test:sched_errors",
+            "test:sched_dump",
+        ],
+    ),
+    (
+        "src/sched/worker.rs",
+        &[
+            "test:sched_messages",
+            "test:sched_completion",
+            "test:sched_fairness",
+            "test:sched_parking",
+            "test:sched_terminate",
+        ],
+    ),
+    (
+        "src/sched/worker/",
+        &[
+            "test:sched_messages",
+            "test:sched_completion",
+            "test:sched_fairness",
+            "test:sched_parking",
+            "test:sched_terminate",
+            "test:sched_dump",
+        ],
+    ),
+    ("src/sched/monitor.rs", &["test:sched_monitor"]),
+    ("src/sched/clock.rs", &["test:sched_monitor"]),
+    ("src/sched/dump.rs", &["test:sched_dump"]),
+    (
+        "src/sched/stats.rs",
+        &["test:sched_dump", "test:sched_messages"],
+    ),
+    ("src/sched/trace.rs", &["test:sched_trace"]),
+    ("src/sched/handler.rs", &["test:sched_errors"]),
+    (
+        "src/sched/join.rs",
+        &["test:sched_shutdown", "test:sched_completion"],
+    ),
+    (
+        "src/sched/",
+        &[
+            "test:sched_messages",
+            "test:sched_shutdown",
+            "test:sched_parking",
+        ],
+    ),
+];
+
+/// The checks for a mutant in `file` (empty if no row matches).
+pub fn checks_for(file: &str, miri: bool) -> Vec<String> {
+    let row = MAP.iter().find(|(pat, _)| {
+        if pat.ends_with('/') {
+            file.starts_with(pat)
+        } else {
+            file == *pat
+        }
+    });
+    let mut out: Vec<String> = row.map_or(Vec::new(), |(_, c)| {
+        c.iter().map(|s| s.to_string()).collect()
+    });
+    if miri && file.starts_with("src/deque/") {
+        out.push("miri:deque".into());
+    }
+    out
+}
+
+/// The outcome of one mutant's checks.
+#[derive(Debug)]
+pub enum Outcome {
+    /// Every check passed.
+    Passed,
+    /// `check` (with the test that failed) failed; `detail` is its panic.
+    Failed { check: String, detail: String },
+    /// The build failed: the mutant is invalid.
+    BuildError(String),
+}
+
+/// Runs checks in the scratch tree; remembers test lists and which tests kill.
+pub struct Runner {
+    pub tree: PathBuf,
+    /// `<root>/target/mutate`.
+    pub out: PathBuf,
+    /// Per-check timeouts; `None` means the defaults (loom 600 s, tests 300 s,
+    /// Miri 1800 s).
+    pub timeout: Option<Duration>,
+    pub verbose: bool,
+    tests: HashMap<String, Vec<String>>,
+    kills: HashMap<String, usize>,
+}
+
+/// Seconds spent building and checking, for the results file.
+#[derive(Default, Debug, Clone, Copy)]
+pub struct Times {
+    pub build: f64,
+    pub check: f64,
+}
+
+impl Runner {
+    pub fn new(tree: PathBuf, out: PathBuf, timeout: Option<Duration>, verbose: bool) -> Runner {
+        Runner {
+            tree,
+            out,
+            timeout,
+            verbose,
+            tests: HashMap::new(),
+            kills: HashMap::new(),
+        }
+    }
+
+    fn timeout_for(&self, check: &str) -> Duration {
+        self.timeout
+            .unwrap_or(Duration::from_secs(match kind(check).0 {
+                "loom" => 600,
+                "miri" => 1800,
+                _ => 300,
+            }))
+    }
+
+    /// Builds and runs `checks` in order, stopping at the first failure.
+    pub fn run(&mut self, checks: &[String], times: &mut Times) -> Outcome {
+        let mut built: HashMap<String, PathBuf> = HashMap::new();
+        for check in checks {
+            let (k, file) = kind(check);
+            if k == "miri" {
+                let start = Instant::now();
+                let out = self.miri(file, self.timeout_for(check));
+                times.check += start.elapsed().as_secs_f64();
+                match out {
+                    Outcome::Passed => continue,
+                    other => return other,
+                }
+            }
+            if !built.contains_key(check) {
+                // Build every remaining check of the same kind in one cargo run.
+                let same: Vec<&str> = checks
+                    .iter()
+                    .filter(|c| kind(c).0 == k)
+                    .map(|c| kind(c).1)
+                    .collect();
+                let start = Instant::now();
+                let result = self.build(k, &same);
+                times.build += start.elapsed().as_secs_f64();
+                match result {
+                    Ok(exes) => {
+                        for (name, exe) in exes {
+                            built.insert(format!("{k}:{name}"), exe);
+                        }
+                    }
+                    Err(e) => return Outcome::BuildError(e),
+                }
+            }
+            let Some(exe) = built.get(check).cloned() else {
+                return Outcome::BuildError(format!("cargo built no test binary for {check}"));
+            };
+            let start = Instant::now();
+            let out = self.run_binary(check, &exe);
+            times.check += start.elapsed().as_secs_f64();
+            if let Outcome::Failed { .. } = out {
+                return out;
+            }
+        }
+        Outcome::Passed
+    }
+
+    /// `cargo test --no-run` for the test files of one kind; their binaries.
+    fn build(&self, k: &str, files: &[&str]) -> Result<Vec<(String, PathBuf)>, String> {
+        let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+        cmd.current_dir(&self.tree).args([
+            "test",
+            "--release",
+            "--no-run",
+            "--message-format=json-render-diagnostics",
+        ]);
+        if k == "loom" {
+            cmd.args(["-p", "stepsched-loom-tests"])
+                .env("RUSTFLAGS", "--cfg loom")
+                .env("CARGO_TARGET_DIR", self.out.join("loom"));
+        } else {
+            cmd.args(["-p", "stepsched"])
+                .env("CARGO_TARGET_DIR", self.out.join("std"));
+        }
+        for f in files {
+            cmd.args(["--test", f]);
+        }
+        let output = cmd
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("cannot run cargo: {e}"))?;
+        if !output.status.success() {
+            let err = String::from_utf8_lossy(&output.stderr);
+            let first: Vec<&str> = err
+                .lines()
+                .filter(|l| l.starts_with("error"))
+                .take(2)
+                .collect();
+            return Err(first.join(" | "));
+        }
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let mut exes = Vec::new();
+        for line in stdout.lines() {
+            if !line.contains("\"reason\":\"compiler-artifact\"") {
+                continue;
+            }
+            let (Some(exe), Some(name)) = (
+                json_str(line, "\"executable\":\""),
+                line.find("\"target\":{")
+                    .and_then(|at| json_str(&line[at..], "\"name\":\"")),
+            ) else {
+                continue;
+            };
+            exes.push((name, PathBuf::from(exe)));
+        }
+        Ok(exes)
+    }
+
+    /// The test names in a binary (cached: they do not change per mutant).
+    fn list(&mut self, check: &str, exe: &Path) -> Vec<String> {
+        if let Some(t) = self.tests.get(check) {
+            return t.clone();
+        }
+        let out = Command::new(exe)
+            .args(["--list", "--format", "terse"])
+            .current_dir(&self.tree)
+            .output();
+        let names: Vec<String> = out
+            .map(|o| {
+                String::from_utf8_lossy(&o.stdout)
+                    .lines()
+                    .filter_map(|l| l.strip_suffix(": test"))
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default();
+        self.tests.insert(check.to_string(), names.clone());
+        names
+    }
+
+    /// Runs a binary's tests one at a time; the first failure kills.
+    fn run_binary(&mut self, check: &str, exe: &Path) -> Outcome {
+        let mut tests = self.list(check, exe);
+        // Tests that killed before go first (stable sort keeps file order).
+        tests.sort_by_key(|t| std::cmp::Reverse(self.kills.get(&format!("{check}::{t}")).copied()));
+        let deadline = Instant::now() + self.timeout_for(check);
+        let log = self.out.join("last-check.log");
+        for test in tests {
+            let mut cmd = Command::new(exe);
+            cmd.args(["--exact", &test, "--test-threads=1"])
+                .current_dir(&self.tree)
+                .stdin(Stdio::null());
+            if kind(check).0 == "loom" && std::env::var_os("LOOM_MAX_PREEMPTIONS").is_none() {
+                cmd.env("LOOM_MAX_PREEMPTIONS", "3");
+            }
+            if self.verbose {
+                eprintln!("      {check}::{test}");
+            }
+            let result = run_logged(&mut cmd, &log, deadline, false);
+            let name = format!("{check}::{test}");
+            match result {
+                Ok(true) => {}
+                Ok(false) => {
+                    *self.kills.entry(name.clone()).or_default() += 1;
+                    return Outcome::Failed {
+                        check: name,
+                        detail: panic_line(&log),
+                    };
+                }
+                Err(()) => {
+                    *self.kills.entry(name.clone()).or_default() += 1;
+                    let secs = self.timeout_for(check).as_secs();
+                    return Outcome::Failed {
+                        check: format!("{name} [timeout {secs}s]"),
+                        detail: "hang: the check ran past its timeout".into(),
+                    };
+                }
+            }
+        }
+        Outcome::Passed
+    }
+
+    /// `cargo +nightly miri test --test <file>`, in its own process group so
+    /// that a timeout kills the interpreter too.
+    fn miri(&self, file: &str, timeout: Duration) -> Outcome {
+        let mut cmd = Command::new("cargo");
+        cmd.current_dir(&self.tree)
+            .args([
+                "+nightly",
+                "miri",
+                "test",
+                "-p",
+                "stepsched",
+                "--test",
+                file,
+            ])
+            .env("MIRIFLAGS", "-Zmiri-strict-provenance")
+            .env("CARGO_TARGET_DIR", self.out.join("miri"))
+            .stdin(Stdio::null());
+        let log = self.out.join("last-check.log");
+        match run_logged(&mut cmd, &log, Instant::now() + timeout, true) {
+            Ok(true) => Outcome::Passed,
+            Ok(false) => {
+                let text = std::fs::read_to_string(&log).unwrap_or_default();
+                if text.contains("error: could not compile") {
+                    Outcome::BuildError(format!("miri:{file}: could not compile"))
+                } else {
+                    Outcome::Failed {
+                        check: format!("miri:{file}"),
+                        detail: panic_line(&log),
+                    }
+                }
+            }
+            Err(()) => Outcome::Failed {
+                check: format!("miri:{file} [timeout {}s]", timeout.as_secs()),
+                detail: "hang: the check ran past its timeout".into(),
+            },
+        }
+    }
+}
+
+/// `("loom", "deque")` from `"loom:deque"`.
+pub fn kind(check: &str) -> (&str, &str) {
+    check.split_once(':').unwrap_or(("test", check))
+}
+
+/// Runs `cmd` with stdout and stderr to `log`; `Ok(success)`, or `Err(())`
+/// if it was killed at `deadline`.
+fn run_logged(cmd: &mut Command, log: &Path, deadline: Instant, group: bool) -> Result<bool, ()> {
+    let file = File::create(log).expect("cannot create the check log");
+    let err = file.try_clone().expect("cannot clone the check log");
+    cmd.stdout(file).stderr(err);
+    if group {
+        use std::os::unix::process::CommandExt;
+        cmd.process_group(0);
+    }
+    let mut child: Child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(_) => return Ok(false),
+    };
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return Ok(status.success()),
+            Ok(None) if Instant::now() >= deadline => {
+                if group {
+                    // Kill the whole group (cargo and what it started).
+                    let _ = Command::new("kill")
+                        .args(["-KILL", "--", &format!("-{}", child.id())])
+                        .status();
+                }
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(());
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(50)),
+            Err(_) => return Ok(false),
+        }
+    }
+}
+
+/// The first panic message in a test log, on one line.
+fn panic_line(log: &Path) -> String {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    for (i, l) in lines.iter().enumerate() {
+        if l.contains("panicked at") || l.starts_with("error: Undefined Behavior") {
+            let next = lines.get(i + 1).copied().unwrap_or("");
+            let s = format!("{} {}", l.trim(), next.trim());
+            return s.chars().take(300).collect();
+        }
+    }
+    lines
+        .iter()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .map_or(String::new(), |l| l.chars().take(300).collect())
+}
+
+/// The JSON string value after `prefix` in `line` (no escapes in paths).
+fn json_str(line: &str, prefix: &str) -> Option<String> {
+    let at = line.find(prefix)? + prefix.len();
+    let end = line[at..].find('"')?;
+    Some(line[at..at + end].replace("\\\\", "\\"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn files_map_to_their_checks() {
+        assert_eq!(checks_for("src/deque/worker.rs", false), ["loom:deque"]);
+        assert_eq!(
+            checks_for("src/deque/worker.rs", true),
+            ["loom:deque", "miri:deque"]
+        );
+        assert_eq!(checks_for("src/process/state.rs", false), ["loom:state"]);
+        assert_eq!(
+            checks_for("src/sched/monitor.rs", false),
+            ["test:sched_monitor"]
+        );
+        assert_eq!(
+            checks_for("src/sched/worker/step.rs", false)[0],
+            "test:sched_messages"
+        );
+        assert!(checks_for("src/padded.rs", false).is_empty());
+    }
+}
