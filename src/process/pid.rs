@@ -7,7 +7,10 @@ use core::fmt;
 /// A `Pid` is a slot index in the scheduler's process table plus the
 /// *generation* of that slot: when a process ends and its slot is reused,
 /// the generation changes, so a stale `Pid` is refused (with the message
-/// handed back) instead of reaching the newer process.
+/// handed back) instead of reaching the newer process. Generations only
+/// grow: a slot that reaches the last one
+/// ([`LAST_GENERATION`](crate::process::state::LAST_GENERATION)) is retired
+/// instead of wrapping, so no `Pid` is ever issued twice.
 ///
 /// ```
 /// use stepsched::process::Pid;

@@ -21,6 +21,9 @@
 //!   another step. Never unset for this generation.
 //! - *generation*: bumped when the slot is freed, so operations carrying an
 //!   older generation (a stale PID) fail instead of touching a newer process.
+//!   It never wraps: a slot freed at [`LAST_GENERATION`] is retired by the
+//!   table and never reused, so generations only grow and a stale PID can
+//!   never match a later process, however long the scheduler runs.
 //!
 //! Every change is a CAS on the whole word, so transitions by notifiers and
 //! by the running worker are totally ordered: either the notifier's CAS comes
@@ -59,6 +62,14 @@ const MESSAGED: u64 = 1 << 4;
 const TERMINATE: u64 = 1 << 5;
 const CLOSE: u64 = 1 << 6;
 const GENERATION_SHIFT: u32 = 32;
+
+/// The last generation a slot reaches. A slot freed into it is *retired*:
+/// the process table never hands it out again, so a generation never wraps
+/// back to one a stale [`Pid`](crate::process::Pid) still carries. (A slot
+/// reused every 300 ns, one worker's spawn-and-finish loop, would otherwise
+/// wrap its 32-bit generation in about 21 minutes.) Retiring costs one slot
+/// per 2^32 reuses of it.
+pub const LAST_GENERATION: u32 = u32::MAX;
 
 /// Where a process is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -250,13 +261,18 @@ impl StateWord {
     ///
     /// # Panics
     ///
-    /// If the slot is not free (the table's free list is broken).
+    /// If the slot is not free (the table's free list is broken), or is
+    /// retired (freed at [`LAST_GENERATION`]).
     pub fn activate(&self) -> u32 {
         self.update(|s| {
             assert_eq!(
                 s.lifecycle(),
                 Lifecycle::Free,
                 "state word: activate a used slot"
+            );
+            assert!(
+                s.generation() < LAST_GENERATION,
+                "state word: activate a retired slot"
             );
             (Some(s.with_lifecycle(Lifecycle::Ready)), s.generation())
         })
@@ -399,15 +415,41 @@ impl StateWord {
     }
 
     /// Complete -> Free, bumping the generation; by the worker that closed
-    /// the process, after it drained the event queue.
-    pub fn free(&self) {
+    /// the process, after it drained the event queue. Returns the new
+    /// generation: at [`LAST_GENERATION`] the caller must retire the slot
+    /// (never [`activate`](StateWord::activate) it again).
+    pub fn free(&self) -> u32 {
         self.update(|s| {
             debug_assert_eq!(s.lifecycle(), Lifecycle::Complete);
-            let generation = u64::from(s.generation().wrapping_add(1));
+            // A retired slot is never activated, so it is never freed again.
+            assert!(
+                s.generation() < LAST_GENERATION,
+                "state word: free a slot past its last generation"
+            );
+            let generation = s.generation() + 1;
             (
-                Some(generation << GENERATION_SHIFT | Lifecycle::Free as u64),
-                (),
+                Some(u64::from(generation) << GENERATION_SHIFT | Lifecycle::Free as u64),
+                generation,
             )
+        })
+    }
+
+    /// Moves a free slot to `generation`, for tests that bring a slot near
+    /// [`LAST_GENERATION`] without 2^32 reuses.
+    ///
+    /// # Panics
+    ///
+    /// If the slot is not free.
+    #[doc(hidden)]
+    pub fn age_free(&self, generation: u32) {
+        self.update(|s| {
+            assert_eq!(
+                s.lifecycle(),
+                Lifecycle::Free,
+                "state word: age a used slot"
+            );
+            let next = u64::from(generation) << GENERATION_SHIFT | Lifecycle::Free as u64;
+            (Some(next), ())
         })
     }
 }
@@ -477,6 +519,27 @@ mod tests {
         let g2 = word.activate();
         assert_eq!(g2, g + 1);
         assert_eq!(word.terminate(g), Notify::Stale);
+    }
+
+    #[test]
+    fn generations_stop_at_the_last_instead_of_wrapping() {
+        let word = StateWord::new();
+        word.age_free(LAST_GENERATION - 1);
+        let g = word.activate();
+        assert_eq!(g, LAST_GENERATION - 1);
+        assert_eq!(word.start(), Start::Step { last: false });
+        word.complete();
+        assert_eq!(word.free(), LAST_GENERATION, "the caller must retire it");
+        assert_eq!(word.notify(g, Wake::Message), Notify::Stale);
+        assert_eq!(word.notify(0, Wake::Message), Notify::Stale);
+    }
+
+    #[test]
+    #[should_panic(expected = "activate a retired slot")]
+    fn a_retired_slot_cannot_be_activated() {
+        let word = StateWord::new();
+        word.age_free(LAST_GENERATION);
+        let _ = word.activate();
     }
 
     #[test]

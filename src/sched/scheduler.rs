@@ -262,7 +262,8 @@ impl<P: Process> Scheduler<P> {
             Notify::Finished => Err(TerminateError::Finished),
             Notify::Stale => {
                 let current = slot.state.load().generation();
-                if current.wrapping_sub(pid.generation()) as i32 > 0 {
+                // Generations only grow (see `LAST_GENERATION`).
+                if current > pid.generation() {
                     Err(TerminateError::Finished)
                 } else {
                     Err(TerminateError::NoSuchProcess)
@@ -294,6 +295,7 @@ impl<P: Process> Scheduler<P> {
             undelivered: shared.undelivered.load(Ordering::Relaxed),
             unknown_tags: shared.unknown_tags.load(Ordering::Relaxed),
             hook_panics: shared.hooks.panics(),
+            retired_slots: shared.table.retired(),
             global_queue_nonempty: !shared.global.is_empty(),
             spinning,
             sleeping,

@@ -17,7 +17,7 @@ use crate::process::state::{Lifecycle, Notify, Wake};
 use crate::process::{
     panic_message, Event, Outcome, Pid, Process, ProcessError, SpawnError, Spawner,
 };
-use crate::sync::{AtomicU64, AtomicUsize, Ordering};
+use crate::sync::{fence, AtomicU64, AtomicUsize, Ordering};
 use core::cell::RefCell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
@@ -212,6 +212,11 @@ impl<P: Process> Shared<P> {
         // Release: what shutdown did before (e.g. sending cancels) is seen
         // by a worker that reads the new phase.
         self.phase.fetch_max(phase, Ordering::AcqRel);
+        // SeqCst fence: the shutdown half of the Dekker pair with `create`'s
+        // fence. Whatever shutdown reads next (the table's slots and its
+        // live count) sees every process whose creator read the old phase;
+        // a creator that comes later reads the new phase and withdraws.
+        fence(Ordering::SeqCst);
     }
 
     /// Initialises `process` and puts it in the table (Ready); the caller
@@ -241,9 +246,56 @@ impl<P: Process> Shared<P> {
                 return Err(SpawnError::Init(process, ProcessError::Panicked(message)));
             }
         }
-        self.table
+        let slot = self
+            .table
             .insert(process, joiner, local, self.clock.now())
-            .map_err(|(process, _full)| SpawnError::AtCapacity(process))
+            .map_err(|(process, _full)| SpawnError::AtCapacity(process))?;
+        // SeqCst fence: pairs with the one in `set_phase` (Dekker: store our
+        // slot, fence, load the phase; against store the phase, fence, scan
+        // the slots). Either this load sees the shutdown, and we withdraw
+        // the process, or shutdown's scan sees the process Ready (and
+        // cancels it) and its live count includes it. Without it, a
+        // shutdown that ran during `init` could report a clean stop and
+        // join its workers before we queue a process nobody will run
+        // (issue 9, defect 2). On x86 it follows the activating CAS, a
+        // locked instruction, so the store buffer is already drained.
+        fence(Ordering::SeqCst);
+        if self.phase() != phase::RUNNING {
+            return Err(SpawnError::ShuttingDown(self.withdraw(slot)));
+        }
+        Ok(slot)
+    }
+
+    /// Takes back a process that `create` made Ready but never queued,
+    /// because shutdown began meanwhile: frees its slot and returns it
+    /// (initialised). The creator still holds the process (nobody else can
+    /// start it: it is in no run queue), so it may take the body.
+    fn withdraw(&self, slot: &Slot<P>) -> P {
+        // Ready -> Running -> Complete: the only way to Complete, and it
+        // makes later notifiers see `Finished`.
+        let _ = slot.state.start();
+        slot.state.complete();
+        // SAFETY: we hold the process (Running, queued nowhere); the
+        // reference ends before `withdraw_slot` frees the slot.
+        let process = unsafe { slot.body() }
+            .process
+            .take()
+            .expect("a created process has its body");
+        // SAFETY: as above; no other party holds the body.
+        let body = unsafe { slot.body() };
+        body.pending.clear();
+        drop(body.joiner.take());
+        // Events sent to it meanwhile: shutdown's own cancel is dropped,
+        // anything else (a sender that guessed the PID) is reported.
+        // SAFETY: we hold the process: the only consumer of its queue.
+        while let Some(envelope) = unsafe { slot.events.pop() } {
+            if !matches!(envelope.event, Event::Cancel(_)) {
+                let to = Pid::new(slot.index(), envelope.generation);
+                self.undelivered(to, envelope.event);
+            }
+        }
+        self.table.withdraw(slot);
+        process
     }
 
     /// Queues `event` for `pid` and reports whether the process must now be
@@ -269,7 +321,8 @@ impl<P: Process> Shared<P> {
         if now.generation() != pid.generation() {
             // A generation the slot has passed is a finished process; one it
             // has not reached was never issued.
-            let behind = now.generation().wrapping_sub(pid.generation()) as i32 > 0;
+            // Generations only grow (a slot is retired before it wraps).
+            let behind = now.generation() > pid.generation();
             let why = if behind {
                 Refusal::Finished
             } else {
@@ -388,6 +441,19 @@ impl<P: Process> Shared<P> {
                 .remotes
                 .iter()
                 .any(|r| !r.inject.is_empty() || !r.stealer.is_empty())
+    }
+}
+
+impl<P: Process> Drop for Shared<P> {
+    /// Reports what is still in a mailbox when the last party lets go:
+    /// an event accepted by a `deliver` that raced the end of the scheduler
+    /// (it read the phase before shutdown set EXITING and pushed after
+    /// shutdown's own drain) would otherwise be dropped silently with the
+    /// table.
+    fn drop(&mut self) {
+        // SAFETY: `&mut self`: no worker, sender or completer is left, so
+        // this thread is every mailbox's only consumer.
+        unsafe { self.report_stranded() };
     }
 }
 

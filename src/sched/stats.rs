@@ -114,6 +114,11 @@ pub struct Stats {
     /// abandoned and counted here, and the scheduler prints nothing (the
     /// panic hook of `std` reports the panic as usual).
     pub hook_panics: u64,
+    /// Process slots retired at their last generation
+    /// ([`LAST_GENERATION`](crate::process::state::LAST_GENERATION)): each
+    /// was reused 2^32 times, and is never reused again, so that no PID is
+    /// issued twice.
+    pub retired_slots: u64,
     /// Whether the global queue held work when read.
     pub global_queue_nonempty: bool,
     /// Workers spinning when read.

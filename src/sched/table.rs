@@ -19,7 +19,7 @@
 use crate::deque::Pointer;
 use crate::mpsc::Mailbox;
 use crate::padded::CachePadded;
-use crate::process::state::StateWord;
+use crate::process::state::{StateWord, LAST_GENERATION};
 use crate::process::{Event, Pid, Process};
 use crate::sync::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering, UnsafeCell};
 use core::ptr::NonNull;
@@ -292,6 +292,8 @@ pub(crate) struct Table<P: Process> {
     /// that closing touches no shared line. live = created - sum(closed).
     closed: Box<[CachePadded<AtomicU64>]>,
     max_live: usize,
+    /// Slots retired at their last generation, never reused.
+    retired: AtomicU64,
 }
 
 impl<P: Process> Table<P> {
@@ -306,7 +308,22 @@ impl<P: Process> Table<P> {
                 .collect(),
             // Indices are u32 and the last one is kept unused.
             max_live: max_live.unwrap_or(usize::MAX).min(u32::MAX as usize - 1),
+            retired: AtomicU64::new(0),
         }
+    }
+
+    /// Slots retired at their last generation (see `LAST_GENERATION`).
+    pub(crate) fn retired(&self) -> u64 {
+        // Relaxed: a statistic.
+        self.retired.load(Ordering::Relaxed)
+    }
+
+    /// Moves the free slot `index` to `generation`, so that a test reaches
+    /// the generation limit without 2^32 reuses.
+    #[cfg(test)]
+    pub(crate) fn age_free_slot(&self, index: u32, generation: u32) {
+        let slot = self.get(index).expect("the slot exists");
+        slot.state.age_free(generation);
     }
 
     fn page_of(index: u32) -> (usize, usize) {
@@ -414,8 +431,15 @@ impl<P: Process> Table<P> {
     /// Returns a slot whose process has completed and been drained, on
     /// worker `worker`, into its cache `local`.
     pub(crate) fn remove(&self, slot: &Slot<P>, worker: usize, local: &mut FreeCache) {
-        slot.state.free();
-        local.0.push(slot.index);
+        if slot.state.free() < LAST_GENERATION {
+            local.0.push(slot.index);
+        } else {
+            // Retired: reusing it would wrap the generation back to ones
+            // stale PIDs still carry (see `LAST_GENERATION`). Counted, so
+            // that the process dump and the tests can see it.
+            // Relaxed: a statistic.
+            self.retired.fetch_add(1, Ordering::Relaxed);
+        }
         if local.0.len() >= 2 * FREE_BATCH {
             let batch: Vec<u32> = local.0.drain(..FREE_BATCH).collect();
             self.push_free_chain(&batch);
@@ -423,6 +447,21 @@ impl<P: Process> Table<P> {
         let closed = &self.closed[worker];
         // Relaxed load and store: this worker is the only writer.
         closed.store(closed.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+    }
+
+    /// Returns a slot that was made Ready by `insert` and then withdrawn by
+    /// its creator before it was ever queued (shutdown began): it is
+    /// Complete and drained. Frees it to the shared free list and gives back
+    /// its place in the live count, as if it had never been created.
+    pub(crate) fn withdraw(&self, slot: &Slot<P>) {
+        if slot.state.free() < LAST_GENERATION {
+            self.push_free_chain(&[slot.index]);
+        } else {
+            // Relaxed: a statistic (see `remove`).
+            self.retired.fetch_add(1, Ordering::Relaxed);
+        }
+        // Relaxed: a count; gives back the place `insert` reserved.
+        self.created.fetch_sub(1, Ordering::Relaxed);
     }
 
     /// Processes closed so far.
@@ -583,5 +622,46 @@ mod tests {
         assert_eq!(c.pid().index(), pid_a.index());
         assert_eq!(c.pid().generation(), pid_a.generation() + 1);
         assert_eq!(table.live(), 2);
+    }
+
+    /// Issue 9, defect 5: a slot reused continuously by one worker must not
+    /// wrap its generation back to one a stale PID carries. It is retired
+    /// at the last generation and its index is never handed out again.
+    #[test]
+    fn a_slot_at_its_last_generation_is_retired_not_reused() {
+        use crate::process::state::{Notify, Wake, LAST_GENERATION};
+        let table = Table::<Nop>::new(1, None);
+        let mut cache = super::FreeCache::default();
+        let first = table.insert(Nop, None, None, 0).ok().expect("room");
+        let index = first.pid().index();
+        let old_pid = first.pid();
+        let _ = first.state.start();
+        first.state.complete();
+        table.remove(first, 0, &mut cache);
+        table.age_free_slot(index, LAST_GENERATION - 2);
+        // Reuse the slot until it reaches its last generation.
+        for expected in [LAST_GENERATION - 2, LAST_GENERATION - 1] {
+            let slot = table
+                .insert(Nop, None, Some(&mut cache), 0)
+                .ok()
+                .expect("room");
+            assert_eq!(slot.pid().index(), index, "the worker reuses its slot");
+            assert_eq!(slot.pid().generation(), expected);
+            let _ = slot.state.start();
+            slot.state.complete();
+            table.remove(slot, 0, &mut cache);
+        }
+        assert_eq!(table.retired(), 1);
+        let next = table
+            .insert(Nop, None, Some(&mut cache), 0)
+            .ok()
+            .expect("room");
+        assert_ne!(next.pid().index(), index, "a retired slot is not reused");
+        let retired = table.get(index).expect("the slot exists");
+        assert_eq!(retired.state.load().generation(), LAST_GENERATION);
+        assert_eq!(
+            retired.state.notify(old_pid.generation(), Wake::Message),
+            Notify::Stale
+        );
     }
 }
