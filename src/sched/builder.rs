@@ -123,8 +123,8 @@ impl<P: Process> Builder<P> {
     /// atomic load, vanishes); halfway between two checks it takes the
     /// oldest process of its own deque instead of the newest, so a process
     /// with `d` older ones ahead of it there runs within `ticks * (d + 1)`
-    /// of that worker's steps (for `ticks` of at least 2; with 1, every
-    /// look takes the oldest once the other sources are empty).
+    /// of that worker's steps (for `ticks` of at least 2; 1 leaves no tick
+    /// between checks, and the deque is then newest first only).
     pub fn global_queue_interval(mut self, ticks: u32) -> Self {
         self.global_queue_interval = ticks.max(1);
         self

@@ -6,8 +6,7 @@
 //! 1. every `global_queue_interval`-th tick (61), its inject queue, the
 //!    global queue and the oldest *continue*d process first, so a busy local
 //!    deque cannot starve remote wakeups, new submissions or yielding
-//!    processes (Go's rule, extended to our other FIFO sources); if all
-//!    three are empty, the oldest process of its own deque;
+//!    processes (Go's rule, extended to our other FIFO sources);
 //!
 //!    and halfway between two such ticks (the 30th of every 61), the oldest
 //!    process of its own deque, taken from the top through the deque's own
@@ -20,6 +19,7 @@
 //!    `61 * (d + 1)` steps of that worker, unless a thief (whose deque was
 //!    empty, so it lands no deeper) or a LIFO pop takes it sooner. One tick
 //!    in 61 takes the oldest instead of the newest; the rest stay LIFO.
+//!    (With an interval of 1 there is no tick between checks, and no turn.)
 //! 2. `runnext`: the process this worker last woke by a message, so a
 //!    request and its reply stay on one core (Go's `runnext`), at most
 //!    [`RUNNEXT_STREAK`] times in a row;
@@ -240,15 +240,15 @@ impl<P: Process> Local<P> {
             // Both queues fed from outside get their turn, or a busy local
             // deque would starve remote wakeups as well as submissions.
             let outside = self.take_inject().or_else(|| self.take_global());
-            let fifo = outside
-                .or_else(|| self.yielded.pop_front())
-                .or_else(|| self.take_oldest());
-            if let Some(task) = fifo {
+            if let Some(task) = outside.or_else(|| self.yielded.pop_front()) {
                 return Some(task);
             }
         } else if turn == interval / 2 {
             // The own deque's turn (module docs): its oldest process, so
-            // one at the top cannot wait forever under a pushing owner.
+            // one at the top cannot wait forever under a pushing owner. A
+            // tick of its own, not a fallback of the check above: with an
+            // interval of 2, every tick would then take the oldest, and a
+            // process in `runnext` would wait for the deque to empty.
             if let Some(task) = self.take_oldest() {
                 return Some(task);
             }
