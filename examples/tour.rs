@@ -21,8 +21,10 @@
 //!
 //! The counts are deterministic: the run ends by checking every one of
 //! them (and that nothing was undelivered), so nothing can be lost quietly.
-//! It prints what ran, throughput, latency percentiles, the scheduler's
-//! counters and its shutdown report.
+//! It prints what ran, throughput, latency percentiles, the longest a
+//! ready process waited for a worker (sampled with
+//! `Scheduler::processes`, every 10 ms), the scheduler's counters and its
+//! shutdown report.
 
 use std::collections::BinaryHeap;
 use std::hint::black_box;
@@ -31,6 +33,7 @@ use std::sync::{mpsc, Arc, Condvar, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use stepsched::process::state::Lifecycle;
 use stepsched::process::{Command, CommandError, Event, Pid, Process, Status, StepOutput};
 use stepsched::sched::{Completer, Scheduler};
 
@@ -618,6 +621,58 @@ fn rate(n: u64, d: Duration) -> String {
 }
 
 // ---------------------------------------------------------------------------
+// Ready-to-run waits, from the process dump: costs the workers nothing.
+
+/// How often the main thread dumps the processes while it waits: a dump
+/// reads a few atomics per slot of the process table (~10,000 slots here)
+/// and never stops a worker, so every 10 ms costs little, and any wait much
+/// longer than 10 ms is seen at nearly its full length.
+const DUMP_EVERY: Duration = Duration::from_millis(10);
+
+/// The longest time a process sat `Ready` (queued, not yet running) in any
+/// dump. A dump reports `since_change`, the time since the process's last
+/// transition, which for a `Ready` one is when it was created, woken or
+/// re-queued; the scheduler's clock counts milliseconds and may lag by a
+/// worker's 488 steps (see `ProcessInfo::since_change`). Waits shorter than
+/// the dump interval are mostly not seen: this is a lower bound of the
+/// true longest wait, to within a millisecond or two.
+#[derive(Default)]
+struct ReadyWait {
+    longest: Duration,
+    pid: Option<Pid>,
+    dumps: u64,
+    ready_seen: u64,
+}
+
+impl ReadyWait {
+    fn sample(&mut self, scheduler: &Scheduler<Node>) {
+        self.dumps += 1;
+        for p in scheduler.processes() {
+            if p.state == Lifecycle::Ready {
+                self.ready_seen += 1;
+                if p.since_change > self.longest || self.pid.is_none() {
+                    self.longest = p.since_change;
+                    self.pid = Some(p.pid);
+                }
+            }
+        }
+    }
+
+    fn row(&self) -> String {
+        let pid = self.pid.map_or("-".to_owned(), |p| p.to_string());
+        format!(
+            "  {:<12} {:>39}  longest a Ready process waited for a worker (process {pid}), \
+             in {} dumps every {} ms ({} Ready entries); ms resolution",
+            "ready wait",
+            fmt_ns(self.longest.as_nanos() as u64),
+            self.dumps,
+            DUMP_EVERY.as_millis(),
+            self.ready_seen
+        )
+    }
+}
+
+// ---------------------------------------------------------------------------
 
 /// The totals of every finished process (or the first failure), and a
 /// signal for the main thread once the sessions are done.
@@ -713,7 +768,8 @@ fn main() {
     }
 
     // Wait for the sessions, then stop the routers; the counter follows.
-    let wait_for = |what: &str, done: &dyn Fn(&Tally) -> bool| {
+    let mut ready_wait = ReadyWait::default();
+    let mut wait_for = |what: &str, done: &dyn Fn(&Tally) -> bool| {
         let deadline = Instant::now() + Duration::from_secs(120);
         let mut tally = totals.tally.lock().unwrap();
         while !done(&tally.0) {
@@ -725,11 +781,11 @@ fn main() {
                 "{what} stuck: {tally:?}\n{}",
                 scheduler.stats()
             );
-            tally = totals
-                .changed
-                .wait_timeout(tally, Duration::from_secs(1))
-                .unwrap()
-                .0;
+            tally = totals.changed.wait_timeout(tally, DUMP_EVERY).unwrap().0;
+            // Not under the lock: the completion hook takes it.
+            drop(tally);
+            ready_wait.sample(&scheduler);
+            tally = totals.tally.lock().unwrap();
         }
     };
     wait_for("sessions", &|t| t.sessions == u64::from(sessions));
@@ -807,6 +863,7 @@ fn main() {
             "yield -> the step that sees the completion (device delay 0.1-0.9 ms)"
         )
     );
+    println!("{}", ready_wait.row());
     println!();
     println!("scheduler stats (before shutdown)");
     println!("{stats}");

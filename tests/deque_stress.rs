@@ -1,6 +1,7 @@
-//! Multi-threaded stress of `stepsched::deque`: an owner pushing and popping
-//! while thieves `steal` and `steal_half_into`, every item accounted for
-//! exactly once.
+//! Multi-threaded stress of `stepsched::deque`: an owner pushing, popping
+//! and now and then stealing its own oldest item (the scheduler's fairness
+//! turn) while thieves `steal` and `steal_half_into`, every item accounted
+//! for exactly once.
 //!
 //! Each test is bounded by an item count, not by wall time, and asserts
 //! nothing about timing. In release each runs for about a second on two
@@ -189,9 +190,12 @@ fn lone_thief(
     thief(victim, Worker::new(), Vec::new(), style, seen, done, seed)
 }
 
-/// The owner's schedule for one round: mostly grows, mostly drains, or mixes.
+/// The owner's schedule for one round: mostly grows, mostly drains, or mixes
+/// (pushes, pops, and takes of its own oldest item through `mine`, its own
+/// deque's `Stealer`, as the scheduler's worker does on its fairness turn).
 fn owner_round(
     w: &Worker<Box<Item>>,
+    mine: &Stealer<Box<Item>>,
     next_id: &mut usize,
     end: usize,
     rng: &mut Rng,
@@ -199,6 +203,7 @@ fn owner_round(
     seen: &Seen,
 ) -> u64 {
     let mut popped = 0u64;
+    let mut own_steals = 0u64;
     let mut pop = |w: &Worker<Box<Item>>| match w.pop() {
         Some(item) => {
             seen.mark(item.id, "the owner");
@@ -221,12 +226,19 @@ fn owner_round(
                 }
             }
         }
-        // Mixed: push/pop at random, half and half.
+        // Mixed: push/pop at random, half and half; now and then the owner
+        // steals its own oldest item instead of popping (a claim racing the
+        // thieves', between two of its own pops).
         3 | 4 => {
             for _ in 0..rng.below(200) {
                 if rng.below(2) == 0 && *next_id < end {
                     w.push(Item::new(*next_id, live));
                     *next_id += 1;
+                } else if rng.below(8) == 0 {
+                    if let Steal::Success(item) = mine.steal() {
+                        seen.mark(item.id, "the owner's own steal");
+                        own_steals += 1;
+                    }
                 } else {
                     pop(w);
                 }
@@ -245,7 +257,7 @@ fn owner_round(
             }
         }
     }
-    popped
+    popped + own_steals
 }
 
 /// The owner pops `w` until it is empty, marking each item; returns how
@@ -304,12 +316,13 @@ fn owner_vs_thieves(n: usize, styles: &[Style], initial_capacity: usize, seed: u
             })
             .collect();
 
+        let mine = w.stealer();
         let mut rng = Rng(seed);
         let mut next_id = 0;
         let mut popped = 0;
         start.wait();
         while next_id < n {
-            popped += owner_round(&w, &mut next_id, n, &mut rng, &live, &seen);
+            popped += owner_round(&w, &mine, &mut next_id, n, &mut rng, &live, &seen);
         }
         // Take back whatever the thieves have not, then let them finish.
         popped += drain(&w, &seen);

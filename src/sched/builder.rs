@@ -139,10 +139,15 @@ impl<P: Process> Builder<P> {
         self
     }
 
-    /// Every `ticks`-th time a worker looks for work, it checks the global
-    /// queue first (default 61, Go's number: a prime, so the check does not
-    /// fall into step with periodic workloads, and large enough that the
-    /// check's cost, one atomic load, vanishes).
+    /// Every `ticks`-th time a worker looks for work, it checks its inject
+    /// queue, the global queue and its *continue*d processes first (default
+    /// 61, Go's number: a prime, so the check does not fall into step with
+    /// periodic workloads, and large enough that the check's cost, one
+    /// atomic load, vanishes); halfway between two checks it takes the
+    /// oldest process of its own deque instead of the newest, so a process
+    /// with `d` older ones ahead of it there runs within `ticks * (d + 1)`
+    /// of that worker's steps (for `ticks` of at least 2; 1 leaves no tick
+    /// between checks, and the deque is then newest first only).
     pub fn global_queue_interval(mut self, ticks: u32) -> Self {
         self.global_queue_interval = ticks.max(1);
         self

@@ -7,6 +7,19 @@
 //!    global queue and the oldest *continue*d process first, so a busy local
 //!    deque cannot starve remote wakeups, new submissions or yielding
 //!    processes (Go's rule, extended to our other FIFO sources);
+//!
+//!    and halfway between two such ticks (the 30th of every 61), the oldest
+//!    process of its own deque, taken from the top through the deque's own
+//!    [`Stealer`](crate::deque::Stealer): the owner pops newest first, so
+//!    while its steps keep pushing (a chain of spawns, a fan-out) a process
+//!    near the top would otherwise wait until the pushing stops. Pushes
+//!    only ever go below it, so each such turn (or a thief's claim, which
+//!    is what makes ours fail) brings it one place nearer the top: a
+//!    process with `d` processes above it in its worker's deque runs within
+//!    `61 * (d + 1)` steps of that worker, unless a thief (whose deque was
+//!    empty, so it lands no deeper) or a LIFO pop takes it sooner. One tick
+//!    in 61 takes the oldest instead of the newest; the rest stay LIFO.
+//!    (With an interval of 1 there is no tick between checks, and no turn.)
 //! 2. `runnext`: the process this worker last woke by a message, so a
 //!    request and its reply stay on one core (Go's `runnext`), at most
 //!    [`RUNNEXT_STREAK`] times in a row;
@@ -232,7 +245,9 @@ impl<P: Process> Local<P> {
     /// Sources 1 to 5 of the module docs.
     fn find_local(&mut self) -> Option<Task<P>> {
         self.tick = self.tick.wrapping_add(1);
-        if self.tick % self.shared.config.global_queue_interval == 0 {
+        let interval = self.shared.config.global_queue_interval;
+        let turn = self.tick % interval;
+        if turn == 0 {
             let every = self
                 .shared
                 .config
@@ -247,6 +262,15 @@ impl<P: Process> Local<P> {
             // deque would starve remote wakeups as well as submissions.
             let outside = self.take_inject().or_else(|| self.take_global());
             if let Some(task) = outside.or_else(|| self.yielded.pop_front()) {
+                return Some(task);
+            }
+        } else if turn == interval / 2 {
+            // The own deque's turn (module docs): its oldest process, so
+            // one at the top cannot wait forever under a pushing owner. A
+            // tick of its own, not a fallback of the check above: with an
+            // interval of 2, every tick would then take the oldest, and a
+            // process in `runnext` would wait for the deque to empty.
+            if let Some(task) = self.take_oldest() {
                 return Some(task);
             }
         }
@@ -274,6 +298,17 @@ impl<P: Process> Local<P> {
         }
         self.queued_locally(moved);
         Some(first)
+    }
+
+    /// The oldest process of this worker's own deque, taken from the top
+    /// with the thieves' `steal` (one claim, the path the loom models prove
+    /// against `pop`): we are the owner, so no pop of ours runs meanwhile,
+    /// and to the deque this is a thief whose claim lands between two of
+    /// the owner's operations. `Retry` means another worker's claim moved
+    /// `top` first, which took the oldest away from here just as well: we
+    /// go on to the usual sources.
+    fn take_oldest(&mut self) -> Option<Task<P>> {
+        self.shared.remotes[self.index].stealer.steal().success()
     }
 
     fn take_inject(&mut self) -> Option<Task<P>> {
