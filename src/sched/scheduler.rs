@@ -17,7 +17,7 @@ use crate::deque::Worker;
 use crate::padded::CachePadded;
 use crate::process::state::{Lifecycle, Notify, Wake};
 use crate::process::{Cancel, Event, Pid, Process, SpawnError};
-use crate::sync::{AtomicU64, AtomicUsize, Ordering};
+use crate::sync::{AtomicU64, Ordering};
 use core::fmt;
 use std::io;
 use std::sync::{Arc, Mutex};
@@ -127,7 +127,7 @@ impl<P: Process> Scheduler<P> {
             handlers,
             hooks,
             config,
-            phase: AtomicUsize::new(phase::RUNNING),
+            phase: super::phase::Phase::new(),
             submitted: AtomicU64::new(0),
             undelivered: AtomicU64::new(0),
             unknown_tags: AtomicU64::new(0),

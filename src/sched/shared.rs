@@ -17,24 +17,15 @@ use crate::process::state::{Lifecycle, Notify, Wake};
 use crate::process::{
     panic_message, Event, Outcome, Pid, Process, ProcessError, SpawnError, Spawner,
 };
-use crate::sync::{fence, AtomicU64, AtomicUsize, Ordering};
+use crate::sync::{AtomicU64, Ordering};
 use core::cell::RefCell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 use super::join::JoinCell;
 
-/// The scheduler's phases; they only move forward.
-pub(crate) mod phase {
-    /// Accepting work.
-    pub(crate) const RUNNING: usize = 0;
-    /// `shutdown` started: no new processes; cancels sent.
-    pub(crate) const STOPPING: usize = 1;
-    /// The shutdown timeout passed: every process a worker starts is closed.
-    pub(crate) const FORCING: usize = 2;
-    /// Workers exit.
-    pub(crate) const EXITING: usize = 3;
-}
+pub(crate) use super::phase;
+use super::phase::Phase;
 
 /// Tuning, fixed at build time.
 #[derive(Debug, Clone)]
@@ -189,7 +180,7 @@ pub(crate) struct Shared<P: Process> {
     pub(crate) handlers: Handlers<P>,
     pub(crate) hooks: Hooks<P>,
     pub(crate) config: Config,
-    pub(crate) phase: AtomicUsize,
+    pub(crate) phase: Phase,
     pub(crate) submitted: AtomicU64,
     pub(crate) undelivered: AtomicU64,
     pub(crate) unknown_tags: AtomicU64,
@@ -204,19 +195,13 @@ pub(crate) struct Shared<P: Process> {
 
 impl<P: Process> Shared<P> {
     pub(crate) fn phase(&self) -> usize {
-        // Acquire: pairs with the Release store in `set_phase`.
-        self.phase.load(Ordering::Acquire)
+        self.phase.get()
     }
 
+    /// Moves the phase forward (see `phase.rs`: the shutdown half of the
+    /// pair that keeps a process created during shutdown from being lost).
     pub(crate) fn set_phase(&self, phase: usize) {
-        // Release: what shutdown did before (e.g. sending cancels) is seen
-        // by a worker that reads the new phase.
-        self.phase.fetch_max(phase, Ordering::AcqRel);
-        // SeqCst fence: the shutdown half of the Dekker pair with `create`'s
-        // fence. Whatever shutdown reads next (the table's slots and its
-        // live count) sees every process whose creator read the old phase;
-        // a creator that comes later reads the new phase and withdraws.
-        fence(Ordering::SeqCst);
+        self.phase.advance(phase);
     }
 
     /// Initialises `process` and puts it in the table (Ready); the caller
@@ -250,17 +235,13 @@ impl<P: Process> Shared<P> {
             .table
             .insert(process, joiner, local, self.clock.now())
             .map_err(|(process, _full)| SpawnError::AtCapacity(process))?;
-        // SeqCst fence: pairs with the one in `set_phase` (Dekker: store our
-        // slot, fence, load the phase; against store the phase, fence, scan
-        // the slots). Either this load sees the shutdown, and we withdraw
-        // the process, or shutdown's scan sees the process Ready (and
-        // cancels it) and its live count includes it. Without it, a
-        // shutdown that ran during `init` could report a clean stop and
-        // join its workers before we queue a process nobody will run
-        // (issue 9, defect 2). On x86 it follows the activating CAS, a
-        // locked instruction, so the store buffer is already drained.
-        fence(Ordering::SeqCst);
-        if self.phase() != phase::RUNNING {
+        // The creator half of the Dekker pair in `phase.rs`: either this
+        // sees the shutdown, and we withdraw the process, or shutdown's scan
+        // sees the process Ready (and cancels it) and its live count
+        // includes it. Without it, a shutdown that ran during `init` could
+        // report a clean stop and join its workers before we queue a
+        // process nobody will run (issue 9, defect 2).
+        if !self.phase.admits() {
             return Err(SpawnError::ShuttingDown(self.withdraw(slot)));
         }
         Ok(slot)
