@@ -36,7 +36,7 @@ pub const MAP: &[(&str, &[&str])] = &[
         "src/mpsc/",
         &["loom:mpsc", "loom:mailbox", "loom:global_queue"],
     ),
-    ("src/process/state.rs", &["loom:state"]),
+    ("src/process/state.rs", &["loom:state", "loom:handoff"]),
     // `output.rs` reads the monitor's preemption request.
     (
         "src/process/",
@@ -476,7 +476,10 @@ mod tests {
             checks_for("src/deque/worker.rs", true),
             ["loom:deque", "miri:deque_weak_memory"]
         );
-        assert_eq!(checks_for("src/process/state.rs", false), ["loom:state"]);
+        assert_eq!(
+            checks_for("src/process/state.rs", false),
+            ["loom:state", "loom:handoff"]
+        );
         assert_eq!(
             checks_for("src/sched/monitor.rs", false),
             ["test:sched_monitor"]
