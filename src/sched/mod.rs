@@ -51,9 +51,12 @@ mod trace;
 #[cfg(not(loom))]
 mod worker;
 
-// The idle protocol is modelled by loom, so it builds in both worlds.
+// The idle protocol and the process table's pages and free list are
+// modelled by loom, so they build in both worlds.
 #[doc(hidden)]
 pub mod idle;
+#[doc(hidden)]
+pub mod slab;
 
 pub use global::{GlobalQueue, Take, BATCH};
 
