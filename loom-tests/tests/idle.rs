@@ -2,7 +2,7 @@
 //! `src/sched/`): work published while a worker goes to sleep is never left
 //! with every worker asleep.
 //!
-//! Run (about 40 s in release; the two-worker models below take 5 to 18 s
+//! Run (about 36 s in release; the two-worker models below take 5 to 18 s
 //! each):
 //!
 //! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 \
