@@ -2,6 +2,16 @@
 //! together with the process's event queue: every event pushed is seen by a
 //! later step, and the process is queued exactly once.
 //!
+//! The queue is a [`Mailbox`], as in the scheduler's process slot
+//! (`src/sched/table.rs`), popped as the worker pops it (`pop_with` into a
+//! node cache, `src/sched/worker/step.rs`). Its `pop` contract (one consumer
+//! at a time, successive consumers ordered by some synchronization) is kept
+//! by the state word alone: only the thread whose `start` moved the process
+//! to Running pops. A `Mailbox` has no `is_empty` for other threads and
+//! frees or recycles the node each pop releases, so these models also check
+//! that a pop during a push's mid-link window (it returns `None`) strands
+//! nothing: the producer's notify follows its link.
+//!
 //! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 \
 //!       cargo test -p stepsched-loom-tests --release --test state`
 #![cfg(loom)]
@@ -9,13 +19,13 @@
 use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
-use stepsched::mpsc::Queue;
+use stepsched::mpsc::{Mailbox, NodeCache};
 use stepsched::process::state::{AfterStep, Lifecycle, Notify, Park, Start, StateWord, Wake};
 
 /// A process slot in miniature: the state word and the event queue.
 struct Proc {
     state: StateWord,
-    events: Queue<u32>,
+    events: Mailbox<u32>,
     /// How many times someone queued the process.
     queued: AtomicUsize,
 }
@@ -32,7 +42,7 @@ impl Proc {
     fn ready() -> (Arc<Proc>, u32) {
         let p = Proc {
             state: StateWord::new(),
-            events: Queue::new(),
+            events: Mailbox::new(),
             queued: AtomicUsize::new(0),
         };
         let generation = p.state.activate();
@@ -40,18 +50,36 @@ impl Proc {
     }
 
     /// The worker's step, run while notifiers may still push: the events
-    /// its drain sees.
+    /// its drain sees (`collect_events`: `pop_with` into the worker's node
+    /// cache until `None`).
     fn step_events(&self) -> Vec<u32> {
-        // SAFETY: notifiers only push; this thread is the only consumer.
-        std::iter::from_fn(|| unsafe { self.events.pop() }).collect()
+        let mut nodes = NodeCache::new();
+        // SAFETY: the caller moved the process to Running (or every other
+        // thread has joined): it is the mailbox's only consumer, ordered
+        // after the previous one by the state word's CASes.
+        std::iter::from_fn(|| unsafe { self.events.pop_with(&mut nodes) }).collect()
     }
 
-    /// A notifier: push the event, then wake.
-    fn deliver(&self, generation: u32, event: u32, kind: Wake) {
+    /// A notifier from outside the workers (`deliver_remote`): push the
+    /// event in a new node, then wake. Returns whether it queued the process.
+    fn deliver(&self, generation: u32, event: u32, kind: Wake) -> bool {
         self.events.push(event);
-        if self.state.notify(generation, kind) == Notify::Schedule {
+        self.wake(generation, kind)
+    }
+
+    /// A notifier on a worker (a send from a step): push the event in a node
+    /// from the worker's cache, then wake. Returns whether it queued it.
+    fn deliver_with(&self, g: u32, event: u32, kind: Wake, nodes: &mut NodeCache<u32>) -> bool {
+        self.events.push_with(event, nodes);
+        self.wake(g, kind)
+    }
+
+    fn wake(&self, generation: u32, kind: Wake) -> bool {
+        let queued = self.state.notify(generation, kind) == Notify::Schedule;
+        if queued {
             self.queued.fetch_add(1, Ordering::Relaxed);
         }
+        queued
     }
 
     /// The worker's end of step.
@@ -63,12 +91,8 @@ impl Proc {
 
     /// After every thread joined: the next step (if queued) drains events.
     fn next_step_events(&self) -> Vec<u32> {
-        let mut seen = Vec::new();
-        // SAFETY: all other threads have joined; this is the only consumer.
-        while let Some(e) = unsafe { self.events.pop() } {
-            seen.push(e);
-        }
-        seen
+        // All other threads have joined: this is the only consumer.
+        self.step_events()
     }
 }
 
@@ -213,6 +237,9 @@ fn stale_notify_after_reuse_is_refused() {
 /// lost wakeup once seen in the ping-pong bench). The notifier's RMW on the
 /// word rules that out: either the step sees the message, or the process
 /// is queued again.
+///
+/// Kills: the notify's `fetch_add(0)` turned into a load (the
+/// notify-writes invariant in `state.rs`): "lost".
 #[test]
 fn message_to_a_queued_process_is_seen_by_its_step_or_wakes_it() {
     loom::model(|| {
@@ -241,6 +268,9 @@ fn message_to_a_queued_process_is_seen_by_its_step_or_wakes_it() {
 /// running process whose first message already set MESSAGED. The worker's
 /// next step (queued by that bit) must see the second message too, or the
 /// second notify must leave a bit for it.
+///
+/// Kills: the notify's `fetch_add(0)` turned into a load (the
+/// notify-writes invariant in `state.rs`): "lost".
 #[test]
 fn second_message_while_the_bit_is_set_is_not_lost() {
     loom::model(|| {
@@ -271,6 +301,9 @@ fn second_message_while_the_bit_is_set_is_not_lost() {
 /// follows from another thread wakes it, and the step it runs must see
 /// both (the mailbox keeps order, so a message whose link is not visible
 /// would hide the completion behind it too).
+///
+/// Kills: the notify's `fetch_add(0)` turned into a load (the
+/// notify-writes invariant in `state.rs`): "lost".
 #[test]
 fn message_then_completion_to_blocked_are_both_seen() {
     loom::model(|| {
@@ -294,5 +327,52 @@ fn message_then_completion_to_blocked_are_both_seen() {
         if !seen.contains(&1) || !seen.contains(&2) {
             assert_eq!(p.queued.load(Ordering::Relaxed), 2, "an event was lost");
         }
+    });
+}
+
+/// The consumer moves between threads, as when another worker runs the
+/// process's next step. A worker (here the model's main thread) runs a step
+/// of the process: it drains the mailbox and ends the step Idle. Another
+/// worker's step sends the process a message (`push_with` from its node
+/// cache) and, if its notify queued the process, runs that next step itself
+/// (as `runnext`): `start`, drain, end. The message is seen exactly once,
+/// by whichever step comes after it. The two drains pop the same `Mailbox`
+/// on two threads, and the second recycles the nodes the first released:
+/// loom checks that the state word orders them (the `pop` contract) and
+/// reports a data race on the mailbox's `tail` or a node otherwise.
+///
+/// Kills: the Release half of the state word's CAS removed (`update`'s
+/// AcqRel -> Acquire): `end_step` no longer publishes the first drain, and
+/// loom reports concurrent writes to the mailbox's `tail` cell. (The
+/// notifier's own CAS need not acquire here: the `start` that follows it
+/// does, reading through the notify's RMW in the release sequence.)
+#[test]
+fn message_to_an_idle_process_is_seen_by_the_worker_that_queues_it() {
+    loom::model(|| {
+        let (p, g) = Proc::running();
+        let other = {
+            let p = p.clone();
+            thread::spawn(move || {
+                let mut nodes = NodeCache::new();
+                if !p.deliver_with(g, 1, Wake::Message, &mut nodes) {
+                    return Vec::new();
+                }
+                assert_eq!(p.state.start(), Start::Step { last: false });
+                let seen = p.step_events();
+                p.end_step(Park::Idle);
+                seen
+            })
+        };
+        let mut seen = p.step_events();
+        p.end_step(Park::Idle);
+        seen.extend(other.join().unwrap());
+        if p.state.load().lifecycle() == Lifecycle::Ready {
+            // Requeued by the message's bit: the next step, on this worker.
+            assert_eq!(p.state.start(), Start::Step { last: false });
+            seen.extend(p.step_events());
+            p.end_step(Park::Idle);
+        }
+        assert_eq!(seen, vec![1], "the message is seen exactly once");
+        assert_eq!(p.state.load().lifecycle(), Lifecycle::Idle);
     });
 }

@@ -51,12 +51,14 @@ mod trace;
 #[cfg(not(loom))]
 mod worker;
 
-// The idle protocol and the phase word are modelled by loom, so they build
-// in both worlds.
+// The idle protocol, the phase word and the process table's pages and free
+// list are modelled by loom, so they build in both worlds.
 #[doc(hidden)]
 pub mod idle;
 #[doc(hidden)]
 pub mod phase;
+#[doc(hidden)]
+pub mod slab;
 
 pub use global::{GlobalQueue, Take, BATCH};
 

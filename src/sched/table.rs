@@ -11,6 +11,10 @@
 //! stale fails its CAS instead of suffering ABA. Indices never used before
 //! come from the `fresh` counter.
 //!
+//! The pages and the free list are in `slab.rs` (generic over the slot,
+//! built under loom too, and modelled in `loom-tests/tests/table.rs`); this
+//! file puts process slots in them.
+//!
 //! A slot is reused across processes; its [`StateWord`] generation tells the
 //! incarnations apart (see [`Pid`]). Events are tagged with the generation
 //! they were sent to, so an event that lands in the queue after its process
@@ -21,16 +25,11 @@ use crate::mpsc::Mailbox;
 use crate::padded::CachePadded;
 use crate::process::state::{StateWord, LAST_GENERATION};
 use crate::process::{Event, Pid, Process};
-use crate::sync::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering, UnsafeCell};
+use crate::sync::{AtomicU32, AtomicU64, AtomicUsize, Ordering, UnsafeCell};
 use core::ptr::NonNull;
 
 use super::join::JoinCell;
-
-const FIRST_PAGE_BITS: u32 = 6;
-const FIRST_PAGE: u32 = 1 << FIRST_PAGE_BITS;
-/// Enough pages for every `u32` index: `index + FIRST_PAGE` has at most 33
-/// significant bits, and page `k` starts at bit `FIRST_PAGE_BITS + k`.
-const PAGES: usize = (33 - FIRST_PAGE_BITS) as usize;
+use super::slab::{FreeList, Pages};
 
 /// An event and the generation of the process it was sent to.
 pub(crate) struct Envelope<P: Process> {
@@ -281,9 +280,9 @@ pub(crate) struct FreeCache(Vec<u32>);
 
 /// The process table.
 pub(crate) struct Table<P: Process> {
-    pages: [AtomicPtr<Slot<P>>; PAGES],
-    /// Treiber stack head: `tag << 32 | (index + 1)`, `index + 1 == 0` empty.
-    free: CachePadded<AtomicU64>,
+    pages: Pages<Slot<P>>,
+    /// The free slots (a Treiber stack through `Slot::next_free`).
+    free: FreeList,
     /// The next index never handed out.
     fresh: AtomicU32,
     /// Processes ever created (RMW by creating threads).
@@ -299,8 +298,8 @@ pub(crate) struct Table<P: Process> {
 impl<P: Process> Table<P> {
     pub(crate) fn new(workers: usize, max_live: Option<usize>) -> Self {
         Table {
-            pages: core::array::from_fn(|_| AtomicPtr::new(core::ptr::null_mut())),
-            free: CachePadded(AtomicU64::new(0)),
+            pages: Pages::new(),
+            free: FreeList::new(),
             fresh: AtomicU32::new(0),
             created: CachePadded(AtomicU64::new(0)),
             closed: (0..workers)
@@ -326,53 +325,15 @@ impl<P: Process> Table<P> {
         slot.state.age_free(generation);
     }
 
-    fn page_of(index: u32) -> (usize, usize) {
-        let shifted = u64::from(index) + u64::from(FIRST_PAGE);
-        let page = 63 - shifted.leading_zeros() - FIRST_PAGE_BITS;
-        let offset = shifted - (u64::from(FIRST_PAGE) << page);
-        (page as usize, offset as usize)
-    }
-
     /// The slot at `index`, if its page exists.
+    #[inline]
     pub(crate) fn get(&self, index: u32) -> Option<&Slot<P>> {
-        let (page, offset) = Self::page_of(index);
-        // Acquire: pairs with the Release CAS in `page`: the slots are
-        // initialised before we read them.
-        let base = self.pages[page].load(Ordering::Acquire);
-        if base.is_null() {
-            return None;
-        }
-        // SAFETY: page `page` holds `FIRST_PAGE << page` initialised slots
-        // and `offset` is below that; pages live as long as the table.
-        Some(unsafe { &*base.add(offset) })
+        self.pages.get(index)
     }
 
     /// The slot at `index`, allocating its page if needed.
     fn page(&self, index: u32) -> &Slot<P> {
-        if let Some(slot) = self.get(index) {
-            return slot;
-        }
-        let (page, _) = Self::page_of(index);
-        let first = (FIRST_PAGE << page) - FIRST_PAGE;
-        let slots: Box<[Slot<P>]> = (0..FIRST_PAGE << page)
-            .map(|i| Slot::new(first + i))
-            .collect();
-        let new = Box::into_raw(slots) as *mut Slot<P>;
-        // Release: publishes the initialised slots (Acquire in `get`).
-        // Acquire on failure: we then use the winner's page through `get`.
-        if let Err(_other) = self.pages[page].compare_exchange(
-            core::ptr::null_mut(),
-            new,
-            Ordering::Release,
-            Ordering::Acquire,
-        ) {
-            // Another thread allocated the page first: free ours.
-            let len = (FIRST_PAGE << page) as usize;
-            // SAFETY: `new` came from `Box::into_raw` of a slice of `len`
-            // slots just above, and was never shared.
-            drop(unsafe { Box::from_raw(core::ptr::slice_from_raw_parts_mut(new, len)) });
-        }
-        self.get(index).expect("page was just allocated")
+        self.pages.page(index, Slot::new)
     }
 
     /// Takes a free slot and makes it Ready with `process` in it; returns
@@ -491,73 +452,16 @@ impl<P: Process> Table<P> {
     }
 
     fn pop_free(&self) -> Option<&Slot<P>> {
-        // Acquire: pairs with the Release CAS in `push_free`, so the
-        // `next_free` we read is the one written before that push.
-        let mut head = self.free.load(Ordering::Acquire);
-        loop {
-            let top = head as u32;
-            if top == 0 {
-                return None;
-            }
-            let slot = self.get(top - 1).expect("free slots have pages");
-            // Relaxed: ordered by the Acquire load of `head` above; if the
-            // slot was popped and pushed since, the tag makes the CAS fail.
-            let next = slot.next_free.load(Ordering::Relaxed);
-            let new = ((head >> 32).wrapping_add(1) << 32) | u64::from(next);
-            // Acquire on success: pairs with the Release CAS of the push that
-            // freed the slot (its last user is done with it). Acquire on
-            // failure: the retry reads `next` of the new head.
-            match self
-                .free
-                .compare_exchange_weak(head, new, Ordering::Acquire, Ordering::Acquire)
-            {
-                Ok(_) => return Some(slot),
-                Err(actual) => head = actual,
-            }
-        }
+        let next = |i| &self.get(i).expect("free slots have pages").next_free;
+        let index = self.free.pop(next)?;
+        self.get(index)
     }
 
     /// Pushes the slots `indices` (all free, owned by the caller) as one
     /// chain, with one successful CAS.
     fn push_free_chain(&self, indices: &[u32]) {
-        let (Some(&first), Some(&last)) = (indices.first(), indices.last()) else {
-            return;
-        };
-        for pair in indices.windows(2) {
-            let slot = self.get(pair[0]).expect("free slots have pages");
-            // Relaxed: published by the Release CAS below.
-            slot.next_free.store(pair[1] + 1, Ordering::Relaxed);
-        }
-        let tail = self.get(last).expect("free slots have pages");
-        // Relaxed: the CAS below validates the value we link to.
-        let mut head = self.free.load(Ordering::Relaxed);
-        loop {
-            // Relaxed: published by the Release CAS below.
-            tail.next_free.store(head as u32, Ordering::Relaxed);
-            let new = ((head >> 32).wrapping_add(1) << 32) | u64::from(first + 1);
-            match self
-                .free
-                .compare_exchange_weak(head, new, Ordering::Release, Ordering::Relaxed)
-            {
-                Ok(_) => return,
-                Err(actual) => head = actual,
-            }
-        }
-    }
-}
-
-impl<P: Process> Drop for Table<P> {
-    fn drop(&mut self) {
-        for (page, base) in self.pages.iter().enumerate() {
-            // Relaxed: the table is being dropped; `&mut self` is exclusive.
-            let base = base.load(Ordering::Relaxed);
-            if !base.is_null() {
-                let len = (FIRST_PAGE << page) as usize;
-                // SAFETY: every page came from `Box::into_raw` of `len` slots
-                // and the table is the last user.
-                drop(unsafe { Box::from_raw(core::ptr::slice_from_raw_parts_mut(base, len)) });
-            }
-        }
+        let next = |i| &self.get(i).expect("free slots have pages").next_free;
+        self.free.push_chain(indices, next);
     }
 }
 
@@ -587,17 +491,6 @@ mod tests {
         ) -> Result<(), ()> {
             Ok(())
         }
-    }
-
-    #[test]
-    fn page_of_maps_indices_to_doubling_pages() {
-        type T = Table<Nop>;
-        assert_eq!(T::page_of(0), (0, 0));
-        assert_eq!(T::page_of(63), (0, 63));
-        assert_eq!(T::page_of(64), (1, 0));
-        assert_eq!(T::page_of(191), (1, 127));
-        assert_eq!(T::page_of(192), (2, 0));
-        assert_eq!(T::page_of(u32::MAX).0, super::PAGES - 1);
     }
 
     #[test]
