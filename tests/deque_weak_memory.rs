@@ -150,3 +150,50 @@ fn thief_reading_the_pops_undo_store_sees_the_pushed_slot() {
         assert_eq!(got, vec![0]);
     }
 }
+
+/// A thief steals and drops the last `Stealer` while the owner pushes into
+/// a full ring: an owner that finds no stealer left frees the old ring at
+/// once instead of retiring it. The thief's reads of that ring must happen
+/// before the free: `Arc::strong_count` is a Relaxed load, so only the
+/// Acquire fence in `Worker::grow` (pairing with the Release decrement of
+/// the dropped `Stealer`) orders them; without it Miri reports a data race
+/// between the thief's slot read and the deallocation. (loom's `Arc`
+/// synchronizes in `strong_count` itself, so its model of this shape,
+/// `thief_drops_while_owner_grows`, cannot see the fence.)
+#[test]
+fn a_ring_freed_by_a_lone_owner_is_not_read_after_the_free() {
+    let rounds = if cfg!(miri) { 30 } else { 2_000 };
+    for _ in 0..rounds {
+        let w: Worker<Box<usize>> = Worker::with_capacity(2);
+        w.push(Box::new(0));
+        w.push(Box::new(1));
+        let s = w.stealer();
+        // Relaxed on both sides on purpose: the flag only makes the lone
+        // owner's free likely; it must not order anything itself.
+        let dropped = Arc::new(AtomicBool::new(false));
+        let thief = {
+            let dropped = Arc::clone(&dropped);
+            thread::spawn(move || {
+                let got = s.steal().success().map(|b| *b);
+                drop(s);
+                dropped.store(true, Ordering::Relaxed);
+                got
+            })
+        };
+        while !dropped.load(Ordering::Relaxed) {
+            thread::yield_now();
+        }
+        w.push(Box::new(2));
+        w.push(Box::new(3));
+        let mut got: Vec<usize> = thief
+            .join()
+            .expect("the thief panicked")
+            .into_iter()
+            .collect();
+        while let Some(item) = w.pop() {
+            got.push(*item);
+        }
+        got.sort_unstable();
+        assert_eq!(got, vec![0, 1, 2, 3]);
+    }
+}

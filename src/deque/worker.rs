@@ -231,7 +231,8 @@ impl<T: Pointer> Worker<T> {
         if alone {
             // Acquire fence: pairs with the Release decrement of the last
             // `Stealer` dropped, so its reads of the old ring happen before
-            // the free below.
+            // the free below (`strong_count` is a Relaxed load). Miri:
+            // `a_ring_freed_by_a_lone_owner_is_not_read_after_the_free`.
             fence(Ordering::Acquire);
         }
         // Relaxed: the owner reads its own last store.
