@@ -77,12 +77,17 @@ impl Idle {
             if spinning(state) > 0 && 2 * spinning(state) >= busy {
                 return false;
             }
-            // SeqCst: the spinner count is read by publishers after their
-            // fence (see `notify_one`); keep it in the single total order.
+            // AcqRel: publishers read the spinner count after their SeqCst
+            // fence (see `notify_one`), and the fences carry the Dekker
+            // argument; the count needs only the modification order of
+            // `state` (every change is an RMW). It was SeqCst; loom treats
+            // SeqCst accesses as AcqRel, so the models proved this all along,
+            // and the ordering-mutation run found nothing that needs more
+            // (`docs/proof/survivors.md`). The same instruction on x86.
             match self.state.compare_exchange_weak(
                 state,
                 state + SPINNER,
-                Ordering::SeqCst,
+                Ordering::AcqRel,
                 Ordering::Relaxed,
             ) {
                 Ok(_) => return true,
@@ -95,8 +100,8 @@ impl Idle {
     /// last spinner: it should then wake another worker, as more work may be
     /// queued behind what it found (Go's `resetspinning`).
     pub fn stop_spinning(&self) -> bool {
-        // SeqCst: as in `try_start_spinning`.
-        let before = self.state.fetch_sub(SPINNER, Ordering::SeqCst);
+        // AcqRel: as in `try_start_spinning`.
+        let before = self.state.fetch_sub(SPINNER, Ordering::AcqRel);
         debug_assert!(spinning(before) > 0);
         spinning(before) == 1
     }
@@ -107,7 +112,10 @@ impl Idle {
         // made visible before this fence; a worker registered as sleeping
         // before its own fence is seen by the load below.
         fence(Ordering::SeqCst);
-        let state = self.state.load(Ordering::SeqCst);
+        // Acquire: the fence above orders this load after the published
+        // work; SeqCst would add nothing the fence does not (see
+        // `try_start_spinning`).
+        let state = self.state.load(Ordering::Acquire);
         if spinning(state) == 0 && sleeping(state) > 0 {
             self.wake_one()
         } else {
@@ -120,9 +128,11 @@ impl Idle {
             let mut sleepers = self.sleepers.lock().unwrap_or_else(|e| e.into_inner());
             let woken = sleepers.pop();
             if woken.is_some() {
-                // SeqCst: keeps the sleeper count in the total order read by
-                // `notify_one`. Under the lock, so it matches the list.
-                self.state.fetch_sub(SLEEPER, Ordering::SeqCst);
+                // AcqRel: the sleeper count is ordered by `state`'s own
+                // modification order and the fences (see
+                // `try_start_spinning`). Under the lock, so it matches the
+                // list.
+                self.state.fetch_sub(SLEEPER, Ordering::AcqRel);
             }
             woken
         };
@@ -149,8 +159,9 @@ impl Idle {
             let mut sleepers = self.sleepers.lock().unwrap_or_else(|e| e.into_inner());
             sleepers.push(index);
             let delta = if spinning { SLEEPER - SPINNER } else { SLEEPER };
-            // SeqCst: see `notify_one`. One RMW moves a spinner to sleeping.
-            self.state.fetch_add(delta, Ordering::SeqCst);
+            // AcqRel: the fence below publishes it to `notify_one` (see
+            // `try_start_spinning`). One RMW moves a spinner to sleeping.
+            self.state.fetch_add(delta, Ordering::AcqRel);
         }
         // SeqCst fence: pairs with the one in `notify_one` (Dekker).
         fence(Ordering::SeqCst);
@@ -161,8 +172,8 @@ impl Idle {
         let mut sleepers = self.sleepers.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(at) = sleepers.iter().position(|&i| i == index) {
             sleepers.swap_remove(at);
-            // SeqCst: see `wake_one`.
-            self.state.fetch_sub(SLEEPER, Ordering::SeqCst);
+            // AcqRel: see `wake_one`.
+            self.state.fetch_sub(SLEEPER, Ordering::AcqRel);
         } else {
             // A waker already took us off the list and will (or did) set our
             // flag: consume it so the next park does not return at once.
@@ -217,8 +228,8 @@ impl Idle {
         let mut sleepers = self.sleepers.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(at) = sleepers.iter().position(|&i| i == index) {
             sleepers.swap_remove(at);
-            // SeqCst: see `wake_one`.
-            self.state.fetch_sub(SLEEPER, Ordering::SeqCst);
+            // AcqRel: see `wake_one`.
+            self.state.fetch_sub(SLEEPER, Ordering::AcqRel);
         }
     }
 
