@@ -29,6 +29,8 @@
 //!   a slot is held by one holder at a time and never lost, a racing page
 //!   allocation leaves one page, and a stale PID never reaches the slot's
 //!   next process.
+//! - `watch.rs`: the long-step monitor's seqlock (`sched/watch.rs`): a
+//!   sample pairs a step's sequence number only with that step's PID.
 //!
 //! About 45 s of model checking in all on two cores (plus the build), most
 //! of it the two-worker idle models (36 s).

@@ -51,14 +51,17 @@ mod trace;
 #[cfg(not(loom))]
 mod worker;
 
-// The idle protocol, the phase word and the process table's pages and free
-// list are modelled by loom, so they build in both worlds.
+// The idle protocol, the phase word, the process table's pages and free
+// list and the long-step monitor's seqlock are modelled by loom, so they
+// build in both worlds.
 #[doc(hidden)]
 pub mod idle;
 #[doc(hidden)]
 pub mod phase;
 #[doc(hidden)]
 pub mod slab;
+#[doc(hidden)]
+pub mod watch;
 
 pub use global::{GlobalQueue, Take, BATCH};
 

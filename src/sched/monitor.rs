@@ -34,10 +34,14 @@
 //! odd step sequence number, at the end the next (even) number — three
 //! plain stores (`mov` on x86_64; Release costs nothing there) to a line
 //! only it writes. It reads no clock. Without a monitor it skips them (one
-//! predictable branch on a configuration flag). The monitor keeps the time itself,
-//! like `sysmon`: it samples each worker's sequence every `period`
-//! (threshold / 4, at least 1 ms) and remembers when it first saw each odd
-//! value; a value still current `threshold` later is a long step. So the
+//! predictable branch on a configuration flag). The monitor reads them as a
+//! seqlock (number, PID, number again), so a PID it reports is the PID of
+//! the step it timed; the orderings that promise this are argued in
+//! `watch.rs` and checked by the loom model `loom-tests/tests/watch.rs`.
+//! The monitor keeps the time itself, like `sysmon`: it samples each
+//! worker's sequence every `period` (threshold / 4, at least 1 ms) and
+//! remembers when it first saw each odd value; a value still current
+//! `threshold` later is a long step. So the
 //! reported `elapsed` is a lower bound: the step began up to one period
 //! before the monitor first saw it. Its reads pull the line into the shared
 //! state once per period, which costs the worker one cache miss per period.
@@ -48,8 +52,9 @@
 //! by the next step and no one has to clear it.
 
 use super::shared::Shared;
+use super::watch::StepWatch;
 use crate::process::{Pid, Process};
-use crate::sync::{AtomicU64, Condvar, Mutex, Ordering};
+use crate::sync::{Condvar, Mutex};
 use core::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
@@ -88,72 +93,6 @@ impl MonitorConfig {
     /// threshold does not turn the monitor into a spinning thread.
     pub(crate) fn period(&self) -> Duration {
         (self.threshold / 4).max(Duration::from_millis(1))
-    }
-}
-
-/// One worker's current step, published for the monitor. Written by its
-/// worker only; read by the monitor. See the module docs.
-#[derive(Default)]
-pub(crate) struct StepWatch {
-    /// The worker's step sequence number: odd while a step runs, even
-    /// between steps. Worker: Release stores; monitor: Acquire loads.
-    seq: AtomicU64,
-    /// `Pid::into_raw` of the process in the current (or last) step. Worker:
-    /// Release store before the odd `seq`; monitor: Acquire load.
-    pid: AtomicU64,
-    /// The sequence number of the step asked to yield (0: none, as steps are
-    /// odd). Monitor: Relaxed store; `StepOutput::should_yield`: Relaxed load.
-    pub(crate) preempt: AtomicU64,
-}
-
-impl StepWatch {
-    /// Publishes the start of step `seq` (odd) of `pid`. Worker only.
-    #[inline]
-    pub(crate) fn begin(&self, seq: u64, pid: Pid) {
-        debug_assert!(seq & 1 == 1, "StepWatch::begin: even sequence {seq}");
-        // Release: pairs with the Acquire load of `pid` in `sample`: a
-        // monitor that reads this PID sees our earlier store of the even
-        // `seq` that ended the previous step, so it detects the change.
-        self.pid.store(pid.into_raw(), Ordering::Release);
-        // Release: pairs with the Acquire load of `seq` in `sample`: a
-        // monitor that sees this step also sees its PID stored above.
-        self.seq.store(seq, Ordering::Release);
-    }
-
-    /// Publishes the end of the step: `seq` is the next, even, number.
-    /// Worker only.
-    #[inline]
-    pub(crate) fn end(&self, seq: u64) {
-        debug_assert!(seq & 1 == 0, "StepWatch::end: odd sequence {seq}");
-        // Release: ordered before the next step's PID store (see `begin`).
-        self.seq.store(seq, Ordering::Release);
-    }
-
-    /// The worker's sequence number, with the PID if a step is running. The
-    /// PID belongs to that step (a seqlock read: if the worker moved on
-    /// meanwhile, the re-read of `seq` differs and no PID is returned).
-    fn sample(&self) -> (u64, Option<Pid>) {
-        // Acquire: pairs with the Release store in `begin`.
-        let seq = self.seq.load(Ordering::Acquire);
-        if seq & 1 == 0 {
-            return (seq, None);
-        }
-        // Acquire: pairs with the Release store of a later step's PID in
-        // `begin`, if we read one; then the end of our step happens before
-        // the re-read below, which therefore differs.
-        let pid = self.pid.load(Ordering::Acquire);
-        // Relaxed: ordered after the Acquire load above.
-        let again = self.seq.load(Ordering::Relaxed);
-        if again != seq {
-            return (again, None);
-        }
-        (seq, Some(Pid::from_raw(pid)))
-    }
-
-    /// Asks step `seq` to yield. Monitor only.
-    fn request_yield(&self, seq: u64) {
-        // Relaxed: a hint that carries no data; `should_yield` polls it.
-        self.preempt.store(seq, Ordering::Relaxed);
     }
 }
 

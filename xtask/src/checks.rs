@@ -101,6 +101,8 @@ pub const MAP: &[(&str, &[&str])] = &[
             "test:sched_dump",
         ],
     ),
+    // The monitor's seqlock is loom-built (the monitor itself is not).
+    ("src/sched/watch.rs", &["loom:watch", "test:sched_monitor"]),
     ("src/sched/monitor.rs", &["test:sched_monitor"]),
     ("src/sched/clock.rs", &["test:sched_monitor"]),
     ("src/sched/dump.rs", &["test:sched_dump"]),
@@ -483,6 +485,10 @@ mod tests {
         assert_eq!(
             checks_for("src/sched/monitor.rs", false),
             ["test:sched_monitor"]
+        );
+        assert_eq!(
+            checks_for("src/sched/watch.rs", false),
+            ["loom:watch", "test:sched_monitor"]
         );
         assert_eq!(
             checks_for("src/sched/worker/step.rs", false)[0],

@@ -10,10 +10,10 @@ use crate::process::{
     StepOutput,
 };
 use crate::sched::handler::Completer;
-use crate::sched::monitor::StepWatch;
 use crate::sched::shared::{phase, LocalSpawner};
 use crate::sched::table::{Body, Slot, Task};
 use crate::sched::trace::{self, Kind};
+use crate::sched::watch::StepWatch;
 use crate::sync::Ordering;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
@@ -39,7 +39,7 @@ impl<P: Process> Local<P> {
             } else {
                 1
             },
-            preempt: &watch.preempt,
+            preempt: watch.preempt(),
         };
         // SAFETY: `start` moved the process to Running: we hold it until
         // our next transition (end_step or complete, inside `step`/`close`).
