@@ -392,20 +392,24 @@ impl<T> Queue<T> {
         // SeqCst fences of DESIGN.md trap 5 put there) was popped: our load
         // of `tail` read a store made by its pop or a later one. Suppose a
         // push `x` was not: `stub` precedes `x`'s node in the list, so
-        // `head == stub`, read after `x`'s claim, is `stub`'s node claimed
-        // again in a later life of its block. That life began when the
-        // consumer released the block, in a pop after the one that stored
-        // `stub` into `tail`, and it stored that pop's count before its
-        // Release swap in `put_spare`; the producer that reinstalled the
-        // block took it with an Acquire swap, and every later write of
-        // `head` is an AcqRel RMW. So our Acquire load of `head` makes that
-        // count visible to the second load of `popped`, which then reads at
-        // least it. `before == after` means the first load read such a
-        // count too, from a pop that stored a `tail` past `stub` before its
-        // Release store of `popped`; its Acquire makes that `tail` store
-        // visible, and our load of `tail` cannot read the older store of
-        // `stub` (coherence). Contradiction. (`popped` wraps after 2^64 pops, which one
-        // call does not outlast.)
+        // `head == stub`, read after `x`'s claim, is that address claimed
+        // again (a node is claimed once per life of its block). The block
+        // had to be finished first, by a pop after the one that stored
+        // `stub` into `tail`, which stored its count before its Release
+        // swap in `put_spare`. From there to the new claim every step
+        // synchronizes: the producer that reinstalls the block takes it
+        // with an Acquire swap (or, if it was freed and its memory
+        // allocated again, the free follows an Acquire swap of `spare` and
+        // the allocator orders it before the allocation), the installing
+        // CAS or swap of `head` is Release, and every later write of `head`
+        // is an AcqRel RMW. So our Acquire load of `head` makes that count
+        // visible to the second load of `popped`, which then reads at least
+        // it. `before == after` means the first load read such a count too,
+        // from a pop that stored a `tail` past `stub` before its Release
+        // store of `popped`; its Acquire makes that `tail` store visible,
+        // and our load of `tail` cannot read the older store of `stub`
+        // (coherence). Contradiction. (`popped` wraps after 2^64 pops,
+        // which one call does not outlast.)
         //
         // Hence the orderings. `popped` (first load): Acquire, pairs with the
         // Release store in `pop_or_stub`. `head`: Acquire, pairs with the
