@@ -16,7 +16,8 @@
 //! - `deque.rs`: the Chase-Lev deque delivers every item exactly once
 //!   (owner push/pop against steals and steal-half, growth).
 //! - `mpsc.rs`, `mailbox.rs`: the MPSC queue and the mailbox lose, duplicate
-//!   and reorder nothing, across block and node reuse.
+//!   and reorder nothing, across block and node reuse; `Queue::is_empty`
+//!   is never fooled by a stub whose block was reused (pop-generation).
 //! - `global_queue.rs`: the global queue's consumer token serialises takes.
 //! - `idle.rs`: parking never leaves work with every worker asleep: one
 //!   worker against a flag, and two workers (two spinners, a spinner and a

@@ -106,8 +106,9 @@ fn is_empty_is_false_while_a_push_is_mid_link() {
 /// `tail` before the pops and `head` after `d`'s push: the same address, so
 /// it must notice the pops in between (pop-generation invariant) and answer
 /// `false`. Caveat: in our runs loom did not reach that interleaving (with
-/// the generation check removed this model still passed), so the model
-/// covers the other interleavings; the unit test
+/// the generation check removed this model still passed; the observer is
+/// the spawning thread, see the next model, which does reach it), so the
+/// model covers the other interleavings; the unit test
 /// `mpsc::tests::is_empty_sees_through_a_reused_stub` stages the reuse
 /// inside one `is_empty` call and fails without the check.
 #[test]
@@ -280,5 +281,57 @@ fn a_producer_that_loses_its_claim_swaps_in_its_own_block() {
         assert_eq!(got[got.len() - 4..], [5, 6, 7, 8]);
         assert_eq!(got.len(), 8);
         assert!(q.is_empty());
+    });
+}
+
+/// The pop-generation invariant, reached without spin loops: `1`, `2` and
+/// `3` are queued before the threads start (the stub is the first block's
+/// first node, `head` the second block's last); the consumer (this thread)
+/// pops `1` and `2`, which finishes the first block and makes it the spare,
+/// and a producer pushes `4`, which installs the first block again whenever
+/// it finds it in the spare slot: `head` is then the initial stub's node.
+/// `3` is queued from before the observer starts until after it is joined,
+/// so its `is_empty` must answer `false`; it can be fooled only by pairing
+/// the old stub (as `tail`) with the reused node (as `head`) while both of
+/// its pop counts agree. The observer is a spawned thread, not this one:
+/// with `is_empty` on the spawning thread (as in
+/// `is_empty_is_not_fooled_by_a_reused_stub`) loom ran only 51 executions,
+/// every one reading the initial `popped` and `tail`, and the model passed
+/// with the generation check removed (we did not find out why). As written
+/// it runs about 4,900 executions (under a second) and fails without the
+/// generation check.
+///
+/// Kills (each checked by weakening the line and running this model):
+/// - `src/mpsc/mod.rs::Queue::is_empty_pausing::head.load#0:Acquire->Relaxed`:
+///   the observer reads the reused node as `head` but its second pop count
+///   stale (0);
+/// - `src/mpsc/mod.rs::Queue::is_empty_pausing::popped.load#0:Acquire->Relaxed`
+///   and `src/mpsc/mod.rs::Queue::pop_or_stub::popped.store#0:Release->Relaxed`:
+///   the observer reads the final pop count (2) first, then the initial stub
+///   as `tail` (nothing orders it after the pops), then the reused node as
+///   `head`, whose Acquire makes the second count 2 as well.
+#[test]
+fn is_empty_is_false_while_an_item_stays_queued_across_a_stub_reuse() {
+    loom::model(|| {
+        let q = Arc::new(Queue::new());
+        (1u8..=3).for_each(|i| q.push(i));
+        let observer = {
+            let q = Arc::clone(&q);
+            thread::spawn(move || assert!(!q.is_empty(), "is_empty said empty while 3 was queued"))
+        };
+        let producer = {
+            let q = Arc::clone(&q);
+            thread::spawn(move || q.push(4))
+        };
+        // SAFETY: this thread is the only consumer.
+        unsafe {
+            assert_eq!(q.pop(), Some(1));
+            assert_eq!(q.pop(), Some(2));
+        }
+        observer.join().unwrap();
+        producer.join().unwrap();
+        // SAFETY: the only consumer.
+        let rest: Vec<_> = std::iter::from_fn(|| unsafe { q.pop() }).collect();
+        assert_eq!(rest, [3, 4]);
     });
 }

@@ -197,7 +197,8 @@ struct ProducerSide<T> {
 
 struct ConsumerSide<T> {
     /// The stub. Stored only by the consumer; loaded by the consumer
-    /// (Relaxed, its own writes) and by `is_empty` (Acquire).
+    /// (its own writes) and by `is_empty`, all Relaxed: `is_empty` orders
+    /// its load through `popped` (see `is_empty_pausing`).
     tail: AtomicPtr<Node<T>>,
     /// Successful pops so far, wrapping (pop-generation invariant). Stored
     /// only by the consumer; loaded by `is_empty`.
@@ -329,21 +330,21 @@ impl<T> Queue<T> {
     unsafe fn pop_or_stub(&self) -> Result<T, *mut Node<T>> {
         // Relaxed: only the consumer stores `tail`, and the caller's contract
         // orders us after the previous consumer.
-        // Relaxed: `&mut self` is exclusive; no other thread touches the queue.
         let stub = self.consumer.tail.load(Ordering::Relaxed);
         // SAFETY: `stub` is the current stub and we are the only consumer
         // (our caller's contract); we store `next` as the stub right below.
         let Some((item, next)) = (unsafe { list::take_next(stub) }) else {
             return Err(stub);
         };
-        // Release pairs with the Acquire load of `tail` in `is_empty`: a
-        // reader that sees `next` as the stub also sees the CAS that made it
-        // `head`, since we reached it through that producer's Release link.
-        self.consumer.tail.store(next, Ordering::Release);
+        // Relaxed: `is_empty` needs no edge from this store; the Release
+        // store of `popped` below publishes it (the argument is in
+        // `is_empty_pausing`).
+        self.consumer.tail.store(next, Ordering::Relaxed);
         let popped = self.consumer.popped.load(Ordering::Relaxed);
         // Release pairs with the first Acquire load of `popped` in
         // `is_empty` (pop-generation): a reader that sees the new count also
-        // sees the new `tail`.
+        // sees the new `tail`. Killed without it: loom model
+        // `is_empty_is_false_while_an_item_stays_queued_across_a_stub_reuse`.
         self.consumer
             .popped
             .store(popped.wrapping_add(1), Ordering::Release);
@@ -385,11 +386,43 @@ impl<T> Queue<T> {
     /// again. `is_empty` passes a no-op; a unit test stages the reuse there.
     #[inline]
     fn is_empty_pausing(&self, pause: impl FnOnce()) -> bool {
-        // The four loads are Acquire so that each stays after the previous.
-        // `popped` and `tail` pair with the consumer's Release stores in
-        // `try_pop`; `head` with the producers' AcqRel CAS (pop-generation).
+        // What `true` guarantees (pop-generation): every push whose claim
+        // of `head` is no later, in `head`'s modification order, than the
+        // value we read (a push that happens before the call, or one the
+        // SeqCst fences of DESIGN.md trap 5 put there) was popped: our load
+        // of `tail` read a store made by its pop or a later one. Suppose a
+        // push `x` was not: `stub` precedes `x`'s node in the list, so
+        // `head == stub`, read after `x`'s claim, is that address claimed
+        // again (a node is claimed once per life of its block). The block
+        // had to be finished first, by a pop after the one that stored
+        // `stub` into `tail`, which stored its count before its Release
+        // swap in `put_spare`. From there to the new claim every step
+        // synchronizes: the producer that reinstalls the block takes it
+        // with an Acquire swap (or, if it was freed and its memory
+        // allocated again, the free follows an Acquire swap of `spare` and
+        // the allocator orders it before the allocation), the installing
+        // CAS or swap of `head` is Release, and every later write of `head`
+        // is an AcqRel RMW. So our Acquire load of `head` makes that count
+        // visible to the second load of `popped`, which then reads at least
+        // it. `before == after` means the first load read such a count too,
+        // from a pop that stored a `tail` past `stub` before its Release
+        // store of `popped`; its Acquire makes that `tail` store visible,
+        // and our load of `tail` cannot read the older store of `stub`
+        // (coherence). Contradiction. (`popped` wraps after 2^64 pops,
+        // which one call does not outlast.)
+        //
+        // Hence the orderings. `popped` (first load): Acquire, pairs with the
+        // Release store in `pop_or_stub`. `head`: Acquire, pairs with the
+        // producers' AcqRel CAS or swap. Both are killed by the loom model
+        // `is_empty_is_false_while_an_item_stays_queued_across_a_stub_reuse`.
+        // `tail` and the second `popped`: Relaxed, because the argument
+        // uses only coherence for them: `tail` is ordered after the first
+        // load by its Acquire, the second `popped` after `head` by its
+        // Acquire, and nothing after the second load reads shared memory.
+        // (They were Acquire, with a Release store of `tail`; mutation
+        // found no checker that needed them, and the argument does not.)
         let before = self.consumer.popped.load(Ordering::Acquire);
-        let stub = self.consumer.tail.load(Ordering::Acquire);
+        let stub = self.consumer.tail.load(Ordering::Relaxed);
         pause();
         let head = self.producers.head.load(Ordering::Acquire);
         if head != stub {
@@ -399,7 +432,7 @@ impl<T> Queue<T> {
         // and pushed again, so `head == stub` means no push claimed a node
         // since `stub` became the stub, and the queue was empty when we read
         // `tail`.
-        self.consumer.popped.load(Ordering::Acquire) == before
+        self.consumer.popped.load(Ordering::Relaxed) == before
     }
 }
 

@@ -334,3 +334,65 @@ fn drop_frees_a_skipped_block_with_a_push_mid_link() {
     q.push(String::from("c"));
     drop(q);
 }
+
+/// The two owners that hand a block to the spare slot at once: the consumer
+/// with a block it just finished (its last writes are the `released` counts)
+/// and a producer with a block it took for a claim and did not install (in
+/// `Slab::claim`). Whichever swap comes second frees the other's block, so
+/// it must be ordered after the other's last writes to it: the Acquire half
+/// of the swap in `put_spare`. Natively a smoke test; under Miri (`cargo
+/// +nightly miri test --lib mpsc::tests::put_spare`) the free is a data
+/// race with those writes when the swap is only Release, which kills
+/// `src/mpsc/block.rs::put_spare::spare.swap#0:AcqRel->Release` (checked:
+/// Miri reports the consumer's free of the producer's block racing with the
+/// writes of its `alloc`; loom cannot see it, because under loom a claim
+/// makes one CAS attempt and never puts a block back).
+#[test]
+fn put_spare_orders_the_previous_owners_writes_before_the_free() {
+    use std::sync::Arc;
+    use std::thread;
+
+    type S = block::Slab<u64>;
+    /// The header as a `Send` address (the block is handed over by the
+    /// thread that owns it, which is what the test is about).
+    struct Block(*mut block::Header);
+    // SAFETY: only the owning thread uses the block; ownership moves through
+    // `spare` (or the join at the end).
+    unsafe impl Send for Block {}
+
+    let spare = Arc::new(AtomicPtr::new(core::ptr::null_mut()));
+    let consumer = {
+        let spare = Arc::clone(&spare);
+        thread::spawn(move || {
+            let block = S::alloc();
+            let first = S::first(block);
+            // Every node released, as the consumer does one pop at a time;
+            // the last release hands the block over.
+            let mut done = None;
+            for i in 0..S::NODES {
+                // SAFETY: the block is ours; each node is released once and
+                // holds no item.
+                done = unsafe { S::release(first.wrapping_add(i)) };
+            }
+            assert_eq!(done, Some(block), "the last release finishes the block");
+            // SAFETY: the block is ours, finished and empty.
+            unsafe { block::put_spare::<u64>(&spare, block) };
+        })
+    };
+    let producer = {
+        let spare = Arc::clone(&spare);
+        thread::spawn(move || {
+            let block = Block(S::alloc());
+            // SAFETY: a fresh block, ours, empty (a claim that did not
+            // install it puts it back the same way).
+            unsafe { block::put_spare::<u64>(&spare, block.0) };
+        })
+    };
+    consumer.join().unwrap();
+    producer.join().unwrap();
+    // One of the two blocks was freed by the second swap; the other is left.
+    let left = spare.load(Ordering::Relaxed);
+    assert!(!left.is_null());
+    // SAFETY: the threads are joined; the spare block is ours and empty.
+    unsafe { S::dealloc(left) };
+}
