@@ -45,6 +45,8 @@ pub const MAP: &[(&str, &[&str])] = &[
         &["test:sched_monitor", "test:sched_messages"],
     ),
     ("src/sched/idle.rs", &["loom:idle", "test:sched_parking"]),
+    // The process table's pages and free list are loom-built.
+    ("src/sched/slab.rs", &["loom:table"]),
     // The phase word is loom-built (the Dekker pair with `create`).
     (
         "src/sched/phase.rs",
