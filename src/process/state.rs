@@ -30,7 +30,7 @@
 //! first and the worker's end-of-step transition sees its bit, or the
 //! worker's comes first and the notifier sees Blocked/Idle and queues the
 //! process itself. Exactly one of them queues it (the exactly-once re-queue
-//! guarantee); no fence is needed beyond each CAS's AcqRel.
+//! guarantee); no fence is needed beyond each RMW's own ordering.
 //!
 //! **notify-writes invariant:** a notify of a live process always *writes*
 //! the word, even when it changes nothing (the process is Ready, or already
@@ -246,10 +246,15 @@ impl StateWord {
             // AcqRel: Release publishes what the caller did before (an event
             // pushed, a process stored) to the party whose later CAS or load
             // reads this value; Acquire makes the other side's earlier work
-            // visible to us. Acquire on failure: we retry with that value.
+            // visible to us (the next holder's `start` reads the previous
+            // holder's body; loom: `loom-tests/tests/handoff.rs`). Relaxed on
+            // failure: the value only feeds the next attempt, whose success
+            // acquires; a verdict `f` declines on (Finished, Stale, Nothing)
+            // is acted on without touching what the writer published. (Was
+            // Acquire; the mutation run found nothing that needs it.)
             match self
                 .0
-                .compare_exchange_weak(current.0, next, Ordering::AcqRel, Ordering::Acquire)
+                .compare_exchange_weak(current.0, next, Ordering::AcqRel, Ordering::Relaxed)
             {
                 Ok(_) => return verdict,
                 Err(actual) => current = Snapshot(actual),
@@ -309,19 +314,23 @@ impl StateWord {
                 // message: nothing to change, but the word must be written.
                 _ if written => return Notify::Nothing,
                 _ => {
-                    // AcqRel (notify-writes): Release so that a worker whose
-                    // later CAS reads this value or a later one (the release
-                    // sequence goes on through RMWs) sees our push; Acquire
-                    // as in `update`. The value it read is current, so it is
+                    // Release (notify-writes): a worker whose later CAS reads
+                    // this value or a later one (the release sequence goes
+                    // on through RMWs) sees our push. No Acquire: a notifier
+                    // reads nothing the process's holder wrote; the next
+                    // holder's `start` acquires the previous holder's writes
+                    // through the release sequence our RMW continues (loom:
+                    // `handoff.rs`). The value it read is current, so it is
                     // decided on again: if it still needs no change, this
                     // RMW was the write.
-                    s = Snapshot(self.0.fetch_add(0, Ordering::AcqRel));
+                    s = Snapshot(self.0.fetch_add(0, Ordering::Release));
                     written = true;
                     continue;
                 }
             };
-            // AcqRel and Acquire on failure, as in `update`.
-            match (self.0).compare_exchange_weak(s.0, next, Ordering::AcqRel, Ordering::Acquire) {
+            // Release, as the `fetch_add(0)` above; Relaxed on failure, as
+            // in `update`.
+            match (self.0).compare_exchange_weak(s.0, next, Ordering::Release, Ordering::Relaxed) {
                 Ok(_) => return verdict,
                 Err(actual) => {
                     s = Snapshot(actual);
