@@ -438,14 +438,23 @@ impl<P: Process> Table<P> {
             self.push_free_chain(&batch);
         }
         let closed = &self.closed[worker];
-        // Relaxed load and store: this worker is the only writer.
-        closed.store(closed.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        // Relaxed load: this worker is the only writer. Release store: pairs
+        // with the Acquire loads in `closed`, so that whoever sees this close
+        // counted also sees what the closing worker did before it, in
+        // particular its `Shared::forced` increment (`close` in
+        // worker/step.rs): `shutdown` reads `forced` after `live()` reached
+        // zero. With a Relaxed store Miri's weak-memory emulation had
+        // `shutdown` see every close but only some of the forced ones,
+        // reporting processes closed by force as completed.
+        closed.store(closed.load(Ordering::Relaxed) + 1, Ordering::Release);
     }
 
-    /// Processes closed so far.
+    /// Processes closed so far; what each closing worker did before a
+    /// close counted here happens-before the return.
     pub(crate) fn closed(&self) -> u64 {
-        // Relaxed: statistics (and a limit that only errs towards room).
-        self.closed.iter().map(|c| c.load(Ordering::Relaxed)).sum()
+        // Acquire: pairs with the Release store in `remove` (see there).
+        // Otherwise a count (and a limit that only errs towards room).
+        self.closed.iter().map(|c| c.load(Ordering::Acquire)).sum()
     }
 
     /// The most live processes allowed.

@@ -25,6 +25,17 @@ pub fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
     }
 }
 
+/// `n` milliseconds natively; 50 times as long under Miri. For the time
+/// limits and sleeps whose ratio to the work around them a test relies on
+/// (a shutdown's timeout and the grace period after it, a step that sleeps
+/// past them): Miri's clock is virtual and advances 5 µs per basic block it
+/// interprets, so the same work takes it far longer in virtual time (a
+/// forced close of a hundred processes outlasted a 100 ms grace period).
+/// Scaling every such duration together keeps their order.
+pub fn ms(n: u64) -> Duration {
+    Duration::from_millis(if cfg!(miri) { n * 50 } else { n })
+}
+
 /// Records the index of every worker thread that runs its stop hook, so a
 /// test can check that none died.
 #[derive(Clone, Default)]

@@ -296,8 +296,9 @@ impl<P: Process> Local<P> {
             slot.count_drained(drained);
         }
         if matches!(outcome, Err(ProcessError::Shutdown)) {
-            // Relaxed: read by `shutdown` after `live()` reached zero, which
-            // the table's own counters order.
+            // Relaxed: read by `shutdown` after `live()` reached zero; the
+            // Release store of this close's count in `table.remove` below
+            // (Acquire-loaded by `live()`) orders this increment before it.
             self.shared.forced.fetch_add(1, Ordering::Relaxed);
         }
         self.shared
