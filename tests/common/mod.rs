@@ -14,11 +14,11 @@ use std::time::{Duration, Instant};
 use stepsched::process::Process;
 use stepsched::sched::Completer;
 
-/// Polls `done` every millisecond until it holds. The 60 s bound is a
-/// liveness guard for a hung scheduler, not a timing claim: on any machine
-/// the condition holds long before it.
+/// Polls `done` every millisecond until it holds. The 60 s bound (scaled
+/// by [`ms`] under Miri) is a liveness guard for a hung scheduler, not a
+/// timing claim: on any machine the condition holds long before it.
 pub fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(60);
+    let deadline = Instant::now() + ms(60_000);
     while !done() {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
         thread::sleep(Duration::from_millis(1));
