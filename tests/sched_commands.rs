@@ -268,7 +268,8 @@ fn a_handler_completing_from_another_thread_10ms_later_reaches_the_process_with_
 
 #[test]
 fn many_processes_each_get_their_own_late_replies() {
-    const N: u64 = 200;
+    // Two threads per process: Miri interprets every instruction, so ten.
+    const N: u64 = if cfg!(miri) { 10 } else { 200 };
     let (scheduler, _, log) = setup();
     let handles: Vec<_> = (0..N)
         .map(|i| {
@@ -342,7 +343,7 @@ fn a_panicking_handler_ends_its_process_with_panicked_and_others_go_on() {
     }
     assert_eq!(counts.closes(), 1, "close ran once");
     // The workers and other processes go on.
-    let handles: Vec<_> = (0..50)
+    let handles: Vec<_> = (0..if cfg!(miri) { 10 } else { 50 })
         .map(|i| ask(&scheduler, vec![(0, Cmd::Inline(i))]))
         .collect();
     for (i, handle) in handles.into_iter().enumerate() {

@@ -93,7 +93,8 @@ fn start_square(
 
 #[test]
 fn hundred_thousand_submitted_processes_each_complete_once_with_their_own_result() {
-    const N: usize = 100_000;
+    // Miri interprets every instruction: a few hundred there.
+    const N: usize = if cfg!(miri) { 200 } else { 100_000 };
     // results[x] = f(x) once x's process completed; 0 = not yet (f is never 0).
     let results: Arc<Vec<AtomicU64>> = Arc::new((0..N).map(|_| AtomicU64::new(0)).collect());
     let completed = Arc::new(AtomicUsize::new(0));
@@ -168,7 +169,8 @@ fn hundred_thousand_submitted_processes_each_complete_once_with_their_own_result
 fn joinable_processes_each_return_their_own_result() {
     let closes = Arc::new(AtomicUsize::new(0));
     let scheduler = Scheduler::builder().workers(2).build().unwrap();
-    let handles: Vec<_> = (0..5_000u64)
+    const N: u64 = if cfg!(miri) { 50 } else { 5_000 };
+    let handles: Vec<_> = (0..N)
         .map(|x| start_square(&scheduler, (x % 3) as u32, &closes, x))
         .collect();
     for (x, handle) in handles.into_iter().enumerate() {
@@ -176,7 +178,7 @@ fn joinable_processes_each_return_their_own_result() {
         assert_eq!(handle.join(), Ok((x, f(x))));
     }
     assert_eq!(scheduler.shutdown(Duration::from_secs(1)).forced, 0);
-    assert_eq!(closes.load(Ordering::Relaxed), 5_000);
+    assert_eq!(closes.load(Ordering::Relaxed), N as usize);
 }
 
 #[test]
@@ -262,7 +264,8 @@ impl Process for Tree {
 
 #[test]
 fn a_tree_of_spawned_children_reports_every_subtree_size_to_its_parent() {
-    const DEPTH: u32 = 14; // 2^15 - 1 = 32767 processes
+    // 2^15 - 1 = 32767 processes (63 under Miri).
+    const DEPTH: u32 = if cfg!(miri) { 5 } else { 14 };
     let undelivered = Arc::new(AtomicUsize::new(0));
     let completed = Arc::new(AtomicUsize::new(0));
     let scheduler = {
@@ -305,7 +308,7 @@ fn a_tree_of_spawned_children_reports_every_subtree_size_to_its_parent() {
 
 #[test]
 fn stats_count_every_step_and_every_process_exactly() {
-    const N: u64 = 1_000;
+    const N: u64 = if cfg!(miri) { 20 } else { 1_000 };
     const STEPS: u32 = 5;
     let closes = Arc::new(AtomicUsize::new(0));
     let scheduler = Scheduler::builder().workers(2).build().unwrap();
@@ -537,7 +540,7 @@ fn max_processes_holds_under_concurrent_submits() {
             );
             thread::spawn(move || {
                 let (mut accepted, mut refused) = (0, 0);
-                for _ in 0..5_000 {
+                for _ in 0..if cfg!(miri) { 40 } else { 5_000 } {
                     let process = Counted {
                         alive: Arc::clone(&alive),
                         most: Arc::clone(&most),
@@ -571,7 +574,7 @@ fn max_processes_holds_under_concurrent_submits() {
 #[test]
 fn hundred_thousand_live_processes_submitted_from_four_threads_each_get_their_own_message() {
     const THREADS: usize = 4;
-    const PER_THREAD: usize = 25_000;
+    const PER_THREAD: usize = if cfg!(miri) { 25 } else { 25_000 };
     let scheduler = Arc::new(Scheduler::builder().workers(2).build().unwrap());
     let submitters: Vec<_> = (0..THREADS)
         .map(|_| {

@@ -240,7 +240,8 @@ fn assert_no_such_process(scheduler: &Scheduler<Node>, pid: Pid, value: u64) {
 /// in flight per direction; each side checks the other's numbers arrive
 /// strictly consecutively.
 fn ping_pong(workers: usize, window: u64) {
-    const N: u64 = 100_000;
+    // Miri interprets every instruction: a hundred there.
+    const N: u64 = if cfg!(miri) { 100 } else { 100_000 };
     let scheduler = scheduler(workers);
     let b = scheduler
         .submit_joinable(Node::ping_pong(None, N, window), "b", ())
@@ -275,7 +276,7 @@ fn ping_pong_with_8_messages_in_flight_keeps_order_on_one_worker() {
 #[test]
 fn messages_from_each_outside_thread_arrive_in_send_order() {
     const THREADS: u64 = 4;
-    const PER_THREAD: u64 = 25_000;
+    const PER_THREAD: u64 = if cfg!(miri) { 25 } else { 25_000 };
     let scheduler = Arc::new(scheduler(2));
     let sink = scheduler
         .submit_joinable(Node::sink(THREADS * PER_THREAD), "sink", ())
@@ -301,7 +302,7 @@ fn messages_from_each_outside_thread_arrive_in_send_order() {
 
 #[test]
 fn a_burst_sent_from_one_step_arrives_in_order() {
-    const N: u64 = 20_000;
+    const N: u64 = if cfg!(miri) { 50 } else { 20_000 };
     let scheduler = scheduler(2);
     let sink = scheduler
         .submit_joinable(Node::sink(N), "sink", ())
@@ -459,7 +460,7 @@ fn a_step_may_send_to_the_child_it_just_spawned() {
             .build()
             .unwrap()
     };
-    for value in 0..100 {
+    for value in 0..if cfg!(miri) { 10 } else { 100 } {
         let parent = Node::new(Role::SpawnAndSend { value });
         let parent = scheduler.submit_joinable(parent, "parent", ()).unwrap();
         let child = Pid::from_raw(parent.join().unwrap());
@@ -520,9 +521,9 @@ impl Process for Once {
 /// and never at shutdown.
 #[test]
 fn every_message_accepted_by_a_finishing_process_is_received_or_reported() {
-    const PROCESSES: usize = 500;
+    const PROCESSES: usize = if cfg!(miri) { 10 } else { 500 };
     const SENDERS: usize = 3;
-    for round in 0..20 {
+    for round in 0..if cfg!(miri) { 2 } else { 20 } {
         let received = Arc::new(AtomicUsize::new(0));
         let undelivered = Arc::new(AtomicUsize::new(0));
         let scheduler = {

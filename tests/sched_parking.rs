@@ -72,7 +72,8 @@ fn submit_echo(scheduler: &Scheduler<Node>) -> JoinHandle<Node> {
 
 #[test]
 fn a_scheduler_with_every_worker_parked_wakes_for_each_submit_and_send() {
-    const ROUNDS: u64 = 50;
+    // Miri interprets every instruction: a few rounds there.
+    const ROUNDS: u64 = if cfg!(miri) { 5 } else { 50 };
     let parks = Arc::new(AtomicUsize::new(0));
     let unparks = Arc::new(AtomicUsize::new(0));
     let scheduler = {
@@ -112,8 +113,8 @@ fn a_scheduler_with_every_worker_parked_wakes_for_each_submit_and_send() {
 
 #[test]
 fn workers_that_park_at_once_finish_twenty_relays_without_a_lost_wakeup() {
-    const PAIRS: usize = 20;
-    const HOPS: u64 = 5_000;
+    const PAIRS: usize = if cfg!(miri) { 4 } else { 20 };
+    const HOPS: u64 = if cfg!(miri) { 20 } else { 5_000 };
     let scheduler = Scheduler::<Node>::builder()
         .workers(2)
         .spin_thresholds(0, 1)
@@ -144,6 +145,9 @@ fn workers_that_park_at_once_finish_twenty_relays_without_a_lost_wakeup() {
     assert_eq!(ones, PAIRS as u64);
     scheduler.shutdown(Duration::from_secs(1));
 }
+
+/// Submits per storm: Miri interprets every instruction, so few there.
+const STORM: usize = if cfg!(miri) { 30 } else { 20_000 };
 
 /// Submits processes one at a time from outside while the workers keep
 /// parking and waking, sampling the idle counts all along; at the end every
@@ -201,12 +205,12 @@ fn park_wake_storm(workers: usize, submits: usize) {
 
 #[test]
 fn a_storm_of_park_wake_cycles_keeps_idle_counts_in_range_and_every_worker_alive() {
-    park_wake_storm(2, 20_000);
+    park_wake_storm(2, STORM);
 }
 
 #[test]
 fn a_storm_of_park_wake_cycles_on_three_workers_keeps_every_worker_alive() {
-    park_wake_storm(3, 20_000);
+    park_wake_storm(3, STORM);
 }
 
 /// The mechanism behind `shutdown_of_thousands_of_idle_processes_keeps_every_worker_thread_alive`

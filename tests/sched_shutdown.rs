@@ -13,7 +13,7 @@
 //! ```
 
 mod common;
-use common::{wait_until, Held, ThreadStops};
+use common::{ms, wait_until, Held, ThreadStops};
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -139,12 +139,12 @@ impl Process for Stubborn {
                 }
             }
             "finish_late" => {
-                thread::sleep(Duration::from_millis(150));
+                thread::sleep(ms(150));
                 out.done(7);
             }
             "sleep_long" => {
                 if self.steps == 1 {
-                    thread::sleep(Duration::from_millis(1_500));
+                    thread::sleep(ms(1_500));
                 }
                 out.set_status(Status::Wait);
             }
@@ -233,7 +233,7 @@ fn send_after_shutdown_is_refused_with_the_message_handed_back() {
     let idle = start(&scheduler, &tally, "idle");
     let pid = idle.pid();
     wait_first_steps("the first step", &tally, 1);
-    scheduler.shutdown(Duration::from_millis(50));
+    scheduler.shutdown(ms(50));
     match scheduler.send(pid, 9) {
         Err(SendError::ShuttingDown(m)) => assert_eq!(m, 9),
         other => panic!("expected ShuttingDown, got {other:?}"),
@@ -249,7 +249,7 @@ fn shutdown_closes_processes_blocked_forever_once_the_timeout_passed_and_counts_
     held.wait_for("every command to be held", N);
 
     let started = Instant::now();
-    let report = scheduler.shutdown(Duration::from_millis(200));
+    let report = scheduler.shutdown(ms(200));
     let took = started.elapsed();
 
     assert_eq!(
@@ -262,10 +262,7 @@ fn shutdown_closes_processes_blocked_forever_once_the_timeout_passed_and_counts_
             timed_out: true,
         }
     );
-    assert!(
-        took >= Duration::from_millis(200),
-        "the timeout is a grace period: {took:?}"
-    );
+    assert!(took >= ms(200), "the timeout is a grace period: {took:?}");
     assert!(
         took < Duration::from_secs(20),
         "shutdown returned only after {took:?}"
@@ -328,7 +325,7 @@ fn shutdown_counts_finishers_and_forced_processes_apart() {
     }
     wait_first_steps("every first step", &tally, 12);
     held.wait_for("the commands to be held", 8);
-    let report = scheduler.shutdown(Duration::from_millis(100));
+    let report = scheduler.shutdown(ms(100));
     assert_eq!(report.cancelled, 12, "{report:?}");
     assert_eq!(report.completed, 4, "{report:?}");
     assert_eq!(report.forced, 8, "{report:?}");
@@ -347,7 +344,7 @@ fn shutdown_closes_processes_that_keep_continuing() {
     let (tally, _, scheduler) = setup();
     let handles = start_n(&scheduler, &tally, "continue_forever", N);
     wait_first_steps("every first step", &tally, N);
-    let report = scheduler.shutdown(Duration::from_millis(100));
+    let report = scheduler.shutdown(ms(100));
     assert_eq!(
         report,
         ShutdownReport {
@@ -368,7 +365,7 @@ fn a_step_that_outlasts_the_grace_period_is_reported_stuck_and_closed_when_it_re
     let (tally, _, scheduler) = setup();
     let sleeper = start(&scheduler, &tally, "sleep_long");
     wait_first_steps("the long step to start", &tally, 1);
-    let report = scheduler.shutdown(Duration::from_millis(100));
+    let report = scheduler.shutdown(ms(100));
     assert_eq!(report.cancelled, 1, "{report:?}");
     assert_eq!(report.stuck, 1, "{report:?}");
     assert!(report.timed_out, "{report:?}");
@@ -391,7 +388,7 @@ fn a_process_that_finishes_by_itself_after_the_timeout_is_not_reported_as_forced
     let (tally, _, scheduler) = setup();
     let late = start(&scheduler, &tally, "finish_late");
     wait_first_steps("the step to start", &tally, 1);
-    let report = scheduler.shutdown(Duration::from_millis(100));
+    let report = scheduler.shutdown(ms(100));
     let outcome = late.join();
     assert_eq!(outcome, Ok(7));
     assert_eq!(report.stuck, 0, "{report:?}");
@@ -408,7 +405,7 @@ fn a_second_shutdown_returns_the_first_report() {
     let (tally, held, scheduler) = setup();
     let handle = start(&scheduler, &tally, "blocked_forever");
     held.wait_for("the command to be held", 1);
-    let first = scheduler.shutdown(Duration::from_millis(50));
+    let first = scheduler.shutdown(ms(50));
     let second = scheduler.shutdown(Duration::from_secs(5));
     assert_eq!(first, second);
     assert_eq!((first.cancelled, first.forced), (1, 1));
@@ -458,7 +455,7 @@ fn shutdown_many_idle(n: usize) {
     }
     wait_first_steps("every first step", &tally, n);
     wait_until("both workers to park", || scheduler.stats().sleeping == 2);
-    let report = scheduler.shutdown(Duration::from_millis(50));
+    let report = scheduler.shutdown(ms(50));
     assert_eq!(
         (report.cancelled, report.forced, report.stuck),
         (n, n, 0),
@@ -484,8 +481,10 @@ fn shutdown_of_a_few_idle_processes_keeps_every_worker_thread_alive() {
 /// tests/sched_parking.rs for the mechanism.
 #[test]
 fn shutdown_of_thousands_of_idle_processes_keeps_every_worker_thread_alive() {
-    for _ in 0..30 {
-        shutdown_many_idle(10_000);
+    // Miri interprets every instruction: a few rounds of a hundred there.
+    let (rounds, n) = if cfg!(miri) { (3, 100) } else { (30, 10_000) };
+    for _ in 0..rounds {
+        shutdown_many_idle(n);
     }
 }
 

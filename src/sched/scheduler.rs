@@ -338,8 +338,10 @@ impl<P: Process> Scheduler<P> {
             let grace = Instant::now() + timeout.max(Duration::from_millis(100));
             wait_until(grace, || shared.table.live() == 0);
         }
-        // Relaxed: workers' closes are seen through `live()` reaching zero
-        // (or not; then `stuck` says so and the counts may still move).
+        // Relaxed: every close that `live()` (Acquire loads of the closed
+        // counts, Released by `Table::remove`) saw counted was preceded by
+        // its `forced` increment; if `live()` did not reach zero, `stuck`
+        // says so and the counts may still move.
         report.forced = shared.forced.load(Ordering::Relaxed) as usize;
         let ended = (shared.table.closed() - completed_before) as usize;
         report.completed = ended.saturating_sub(report.forced);

@@ -130,11 +130,25 @@ impl<P: Process> Slot<P> {
 
     /// The body.
     ///
+    /// The rule for callers: **no reference to a body outlives the hand-off.**
+    /// Take `body()` in a block (or a helper that returns) which ends before
+    /// the transition that gives the process away (`end_step`, `remove`,
+    /// `activate`), and never pass a `&mut Body` as an argument to a function
+    /// that makes that transition. Once the process is handed over, a send
+    /// can make it Ready and another worker call `body()` while the first
+    /// frame is still running; a `&mut` function argument is *protected*
+    /// for the whole call under Stacked Borrows (and Tree Borrows), so even
+    /// one that is no longer used is undefined behaviour then (Miri: "not
+    /// granting access … strongly protected"). `tests/sched_handoff.rs`
+    /// runs that hand-off under Miri.
+    ///
     /// # Safety
     ///
     /// The caller must hold the process: it is the worker that moved it to
-    /// Running, or its creator before it was first queued; and it must not
-    /// keep the reference past its next transition of the state word.
+    /// Running (until its `end_step`, or its `remove` after `complete`), or
+    /// its creator before it was first queued; and it must not keep the
+    /// reference past its next transition of the state word that lets
+    /// another thread take the process (see above).
     #[allow(clippy::mut_from_ref)]
     pub(crate) unsafe fn body(&self) -> &mut Body<P> {
         // SAFETY: the caller holds the process, so no one else touches the
@@ -374,12 +388,15 @@ impl<P: Process> Table<P> {
                 self.page(index)
             }
         };
-        // SAFETY: the slot is Free and was just taken from the free list (or
-        // is fresh): no one else holds it until `activate` publishes it.
-        let body = unsafe { slot.body() };
-        body.process = Some(process);
-        body.pending.clear();
-        body.joiner = joiner;
+        {
+            // SAFETY: the slot is Free and was just taken from the free list
+            // (or is fresh): no one else holds it until `activate` publishes
+            // it, and the borrow ends with this block, before that.
+            let body = unsafe { slot.body() };
+            body.process = Some(process);
+            body.pending.clear();
+            body.joiner = joiner;
+        }
         // Release: as in `stamp` (this store follows the slot's free, which
         // bumped the generation). Both before `activate`, so a dump that
         // sees the new process sees these, not its predecessor's.
@@ -406,8 +423,15 @@ impl<P: Process> Table<P> {
             self.push_free_chain(&batch);
         }
         let closed = &self.closed[worker];
-        // Relaxed load and store: this worker is the only writer.
-        closed.store(closed.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        // Relaxed load: this worker is the only writer. Release store: pairs
+        // with the Acquire loads in `closed`, so that whoever sees this close
+        // counted also sees what the closing worker did before it, in
+        // particular its `Shared::forced` increment (`close` in
+        // worker/step.rs): `shutdown` reads `forced` after `live()` reached
+        // zero. With a Relaxed store Miri's weak-memory emulation had
+        // `shutdown` see every close but only some of the forced ones,
+        // reporting processes closed by force as completed.
+        closed.store(closed.load(Ordering::Relaxed) + 1, Ordering::Release);
     }
 
     /// Returns a slot that was made Ready by `insert` and then withdrawn by
@@ -425,10 +449,12 @@ impl<P: Process> Table<P> {
         self.created.fetch_sub(1, Ordering::Relaxed);
     }
 
-    /// Processes closed so far.
+    /// Processes closed so far; what each closing worker did before a
+    /// close counted here happens-before the return.
     pub(crate) fn closed(&self) -> u64 {
-        // Relaxed: statistics (and a limit that only errs towards room).
-        self.closed.iter().map(|c| c.load(Ordering::Relaxed)).sum()
+        // Acquire: pairs with the Release store in `remove` (see there).
+        // Otherwise a count (and a limit that only errs towards room).
+        self.closed.iter().map(|c| c.load(Ordering::Acquire)).sum()
     }
 
     /// The most live processes allowed.

@@ -14,15 +14,26 @@ use std::time::{Duration, Instant};
 use stepsched::process::Process;
 use stepsched::sched::Completer;
 
-/// Polls `done` every millisecond until it holds. The 60 s bound is a
-/// liveness guard for a hung scheduler, not a timing claim: on any machine
-/// the condition holds long before it.
+/// Polls `done` every millisecond until it holds. The 60 s bound (scaled
+/// by [`ms`] under Miri) is a liveness guard for a hung scheduler, not a
+/// timing claim: on any machine the condition holds long before it.
 pub fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(60);
+    let deadline = Instant::now() + ms(60_000);
     while !done() {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
         thread::sleep(Duration::from_millis(1));
     }
+}
+
+/// `n` milliseconds natively; 50 times as long under Miri. For the time
+/// limits and sleeps whose ratio to the work around them a test relies on
+/// (a shutdown's timeout and the grace period after it, a step that sleeps
+/// past them): Miri's clock is virtual and advances 5 µs per basic block it
+/// interprets, so the same work takes it far longer in virtual time (a
+/// forced close of a hundred processes outlasted a 100 ms grace period).
+/// Scaling every such duration together keeps their order.
+pub fn ms(n: u64) -> Duration {
+    Duration::from_millis(if cfg!(miri) { n * 50 } else { n })
 }
 
 /// Records the index of every worker thread that runs its stop hook, so a

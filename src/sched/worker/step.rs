@@ -41,74 +41,89 @@ impl<P: Process> Local<P> {
             },
             preempt: watch.preempt(),
         };
-        // SAFETY: `start` moved the process to Running: we hold it until
-        // our next transition (end_step or complete, inside `step`/`close`).
-        let body = unsafe { slot.body() };
+        // `start` moved the process to Running: we hold it until our next
+        // transition (`end_step` in `step`, or `remove` in `close`). Neither
+        // takes a `&mut Body`: each borrows the body only in a block that
+        // ends before that transition (see `Slot::body`).
         match start {
             _ if self.shared.phase() >= phase::FORCING => {
-                self.close(slot, body, Err(ProcessError::Shutdown), false)
+                self.close(slot, Err(ProcessError::Shutdown), false)
             }
-            Start::Close => self.close(slot, body, Err(ProcessError::Terminated), false),
-            Start::Step { last } => self.step(task, body, last, begun),
+            Start::Close => self.close(slot, Err(ProcessError::Terminated), false),
+            Start::Step { last } => self.step(task, last, begun),
         }
         if monitored {
             self.clock.end(watch);
         }
     }
 
-    fn step(&mut self, task: Task<P>, body: &mut Body<P>, last: bool, begun: Begun<'_>) {
+    /// Steps the process `task` (which `run_task` made Running), applies
+    /// its effects, and ends the step (`end_step`) or closes the process.
+    ///
+    /// The body is borrowed only inside the first block, which ends before
+    /// either: once `end_step` has parked the process, a send may make it
+    /// Ready and another worker take its body while this frame still runs,
+    /// so no reference to the body may be live past it (not even an unused
+    /// argument: Stacked Borrows protects those for the whole call).
+    fn step(&mut self, task: Task<P>, last: bool, begun: Begun<'_>) {
         let slot = task.slot();
         let pid = begun.pid;
-        self.collect_events(slot, body, pid);
-        if last {
-            self.events.push(Event::Cancel(Cancel::Terminate));
-        }
-        let process = body.process.as_mut().expect("a Ready process has its body");
-        let spawner = LocalSpawner {
-            shared: &self.shared,
-            free: &self.free,
-        };
-        if let Some(ring) = &mut self.trace {
-            ring.begin_step();
-        }
-        let mut out = StepOutput::new(pid, &mut self.effects, &spawner, begun.preempt, begun.seq);
-        let events = &mut self.events;
-        let result = catch_unwind(AssertUnwindSafe(|| process.step(events, &mut out)));
-        let status = out.take_status();
-        self.events.clear();
-        slot.count_step();
-        self.counters().steps.add(1);
-        if let Some(ring) = &mut self.trace {
-            let code = match (&result, &status) {
-                (Ok(Ok(())), Status::Continue) => trace::status::CONTINUE,
-                (Ok(Ok(())), Status::Wait) => trace::status::WAIT,
-                (Ok(Ok(())), Status::Idle) => trace::status::IDLE,
-                (Ok(Ok(())), Status::Done(_)) => trace::status::DONE,
-                _ => trace::status::ERROR,
+        let (outcome, status) = {
+            // SAFETY: we hold the process (Running, from `run_task`'s
+            // `start`); the borrow ends with this block, before `end_step`
+            // or `close`.
+            let body = unsafe { slot.body() };
+            self.collect_events(slot, body, pid);
+            if last {
+                self.events.push(Event::Cancel(Cancel::Terminate));
+            }
+            let process = body.process.as_mut().expect("a Ready process has its body");
+            let spawner = LocalSpawner {
+                shared: &self.shared,
+                free: &self.free,
             };
-            ring.end_step(pid, code);
-        }
+            if let Some(ring) = &mut self.trace {
+                ring.begin_step();
+            }
+            let mut out =
+                StepOutput::new(pid, &mut self.effects, &spawner, begun.preempt, begun.seq);
+            let events = &mut self.events;
+            let result = catch_unwind(AssertUnwindSafe(|| process.step(events, &mut out)));
+            let status = out.take_status();
+            self.events.clear();
+            slot.count_step();
+            self.counters().steps.add(1);
+            if let Some(ring) = &mut self.trace {
+                let code = match (&result, &status) {
+                    (Ok(Ok(())), Status::Continue) => trace::status::CONTINUE,
+                    (Ok(Ok(())), Status::Wait) => trace::status::WAIT,
+                    (Ok(Ok(())), Status::Idle) => trace::status::IDLE,
+                    (Ok(Ok(())), Status::Done(_)) => trace::status::DONE,
+                    _ => trace::status::ERROR,
+                };
+                ring.end_step(pid, code);
+            }
 
-        let mut outcome: Option<Outcome<P>> = match result {
-            Ok(Ok(())) => None,
-            Ok(Err(e)) => Some(Err(ProcessError::Failed(e))),
-            Err(panic) => Some(Err(ProcessError::Panicked(panic_message(&*panic)))),
+            let mut outcome: Option<Outcome<P>> = match result {
+                Ok(Ok(())) => None,
+                Ok(Err(e)) => Some(Err(ProcessError::Failed(e))),
+                Err(panic) => Some(Err(ProcessError::Panicked(panic_message(&*panic)))),
+            };
+            self.apply_spawns();
+            self.apply_sends();
+            let ending = outcome.is_some() || last || matches!(status, Status::Done(_));
+            if ending {
+                self.effects.commands.clear();
+            } else if let Err(message) = self.dispatch(pid, body) {
+                outcome = Some(Err(ProcessError::Panicked(message)));
+            }
+            (outcome, status)
         };
-        self.apply_spawns();
-        self.apply_sends();
-        let ending = outcome.is_some() || last || matches!(status, Status::Done(_));
-        if ending {
-            self.effects.commands.clear();
-        } else if let Err(message) = self.dispatch(pid, body) {
-            outcome = Some(Err(ProcessError::Panicked(message)));
-        }
 
         let park = match (outcome, status) {
-            (Some(outcome), _) => return self.close(slot, body, outcome, true),
-            (None, _) if last => {
-                return self.close(slot, body, Err(ProcessError::Terminated), true)
-            }
-            (None, Status::Done(output)) => return self.close(slot, body, Ok(output), true),
+            (Some(outcome), _) => return self.close(slot, outcome, true),
+            (None, _) if last => return self.close(slot, Err(ProcessError::Terminated), true),
+            (None, Status::Done(output)) => return self.close(slot, Ok(output), true),
             (None, Status::Continue) => Park::Continue,
             (None, Status::Wait) => Park::Wait,
             (None, Status::Idle) => Park::Idle,
@@ -125,7 +140,7 @@ impl<P: Process> Local<P> {
                 } else {
                     ProcessError::Terminated
                 };
-                self.close(slot, body, Err(why), true);
+                self.close(slot, Err(why), true);
             }
         }
     }
@@ -244,16 +259,21 @@ impl<P: Process> Local<P> {
     /// Ends the process: `close`, report leftovers, publish the outcome,
     /// free the slot. `after_step`: right after a step of it (the trace
     /// stamps the completion with that step's end).
-    fn close(
-        &mut self,
-        slot: &Slot<P>,
-        body: &mut Body<P>,
-        mut outcome: Outcome<P>,
-        after_step: bool,
-    ) {
+    ///
+    /// What it needs from the body is taken out in one block; no reference
+    /// to the body is live at `remove`, after which the slot may be reused
+    /// by another thread while this frame still runs (see `Slot::body`).
+    fn close(&mut self, slot: &Slot<P>, mut outcome: Outcome<P>, after_step: bool) {
         let pid = slot.pid();
         slot.state.complete();
-        if let Some(mut process) = body.process.take() {
+        let (process, joiner) = {
+            // SAFETY: we still hold the process (Complete, not yet freed);
+            // the borrow ends with this block, before `remove`.
+            let body = unsafe { slot.body() };
+            body.pending.clear();
+            (body.process.take(), body.joiner.take())
+        };
+        if let Some(mut process) = process {
             let closed = catch_unwind(AssertUnwindSafe(move || {
                 process.close();
                 drop(process);
@@ -275,11 +295,10 @@ impl<P: Process> Local<P> {
         if self.shared.config.count_queued {
             slot.count_drained(drained);
         }
-        body.pending.clear();
-        let joiner = body.joiner.take();
         if matches!(outcome, Err(ProcessError::Shutdown)) {
-            // Relaxed: read by `shutdown` after `live()` reached zero, which
-            // the table's own counters order.
+            // Relaxed: read by `shutdown` after `live()` reached zero; the
+            // Release store of this close's count in `table.remove` below
+            // (Acquire-loaded by `live()`) orders this increment before it.
             self.shared.forced.fetch_add(1, Ordering::Relaxed);
         }
         self.shared
