@@ -16,6 +16,14 @@
 //! order one of them comes first. If the publisher's does, the worker's
 //! re-check sees the work; if the worker's does, the publisher sees the
 //! sleeper and wakes it. Either way no work is left with every worker asleep.
+//! The counts in `state` are only counts: every RMW and load of it is
+//! Relaxed. What a worker or publisher reads *through* the protocol (the
+//! queues) has its own Release/Acquire, the sleepers list is under its
+//! mutex, and the two SeqCst fences alone order each side's write of its
+//! own word before its read of the other's (the fence-to-fence rule holds
+//! for Relaxed accesses). They were SeqCst, then AcqRel; loom treats SeqCst
+//! accesses as AcqRel, and the ordering-mutation run found every model
+//! passing with each of them weakened, because none carries anything.
 //! A spinner that stops spinning moves straight to sleeping in the same RMW,
 //! so "someone spins" never hides a worker that is about to sleep without
 //! re-checking.
@@ -77,17 +85,11 @@ impl Idle {
             if spinning(state) > 0 && 2 * spinning(state) >= busy {
                 return false;
             }
-            // AcqRel: publishers read the spinner count after their SeqCst
-            // fence (see `notify_one`), and the fences carry the Dekker
-            // argument; the count needs only the modification order of
-            // `state` (every change is an RMW). It was SeqCst; loom treats
-            // SeqCst accesses as AcqRel, so the models proved this all along,
-            // and the ordering-mutation run found nothing that needs more
-            // (`docs/proof/survivors.md`). The same instruction on x86.
+            // Relaxed: a count (module docs); the fences order it.
             match self.state.compare_exchange_weak(
                 state,
                 state + SPINNER,
-                Ordering::AcqRel,
+                Ordering::Relaxed,
                 Ordering::Relaxed,
             ) {
                 Ok(_) => return true,
@@ -100,8 +102,8 @@ impl Idle {
     /// last spinner: it should then wake another worker, as more work may be
     /// queued behind what it found (Go's `resetspinning`).
     pub fn stop_spinning(&self) -> bool {
-        // AcqRel: as in `try_start_spinning`.
-        let before = self.state.fetch_sub(SPINNER, Ordering::AcqRel);
+        // Relaxed: a count (module docs).
+        let before = self.state.fetch_sub(SPINNER, Ordering::Relaxed);
         debug_assert!(spinning(before) > 0);
         spinning(before) == 1
     }
@@ -112,10 +114,9 @@ impl Idle {
         // made visible before this fence; a worker registered as sleeping
         // before its own fence is seen by the load below.
         fence(Ordering::SeqCst);
-        // Acquire: the fence above orders this load after the published
-        // work; SeqCst would add nothing the fence does not (see
-        // `try_start_spinning`).
-        let state = self.state.load(Ordering::Acquire);
+        // Relaxed: the fence above orders it after the published work
+        // (module docs).
+        let state = self.state.load(Ordering::Relaxed);
         if spinning(state) == 0 && sleeping(state) > 0 {
             self.wake_one()
         } else {
@@ -128,11 +129,9 @@ impl Idle {
             let mut sleepers = self.sleepers.lock().unwrap_or_else(|e| e.into_inner());
             let woken = sleepers.pop();
             if woken.is_some() {
-                // AcqRel: the sleeper count is ordered by `state`'s own
-                // modification order and the fences (see
-                // `try_start_spinning`). Under the lock, so it matches the
-                // list.
-                self.state.fetch_sub(SLEEPER, Ordering::AcqRel);
+                // Relaxed: a count (module docs). Under the lock, so it
+                // matches the list.
+                self.state.fetch_sub(SLEEPER, Ordering::Relaxed);
             }
             woken
         };
@@ -159,9 +158,10 @@ impl Idle {
             let mut sleepers = self.sleepers.lock().unwrap_or_else(|e| e.into_inner());
             sleepers.push(index);
             let delta = if spinning { SLEEPER - SPINNER } else { SLEEPER };
-            // AcqRel: the fence below publishes it to `notify_one` (see
-            // `try_start_spinning`). One RMW moves a spinner to sleeping.
-            self.state.fetch_add(delta, Ordering::AcqRel);
+            // Relaxed: the fence below orders it before our re-check, and
+            // before `notify_one`'s load if that comes after it (module
+            // docs). One RMW moves a spinner to sleeping.
+            self.state.fetch_add(delta, Ordering::Relaxed);
         }
         // SeqCst fence: pairs with the one in `notify_one` (Dekker).
         fence(Ordering::SeqCst);
@@ -172,8 +172,8 @@ impl Idle {
         let mut sleepers = self.sleepers.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(at) = sleepers.iter().position(|&i| i == index) {
             sleepers.swap_remove(at);
-            // AcqRel: see `wake_one`.
-            self.state.fetch_sub(SLEEPER, Ordering::AcqRel);
+            // Relaxed: see `wake_one`.
+            self.state.fetch_sub(SLEEPER, Ordering::Relaxed);
         } else {
             // A waker already took us off the list and will (or did) set our
             // flag: consume it so the next park does not return at once.
@@ -228,8 +228,8 @@ impl Idle {
         let mut sleepers = self.sleepers.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(at) = sleepers.iter().position(|&i| i == index) {
             sleepers.swap_remove(at);
-            // AcqRel: see `wake_one`.
-            self.state.fetch_sub(SLEEPER, Ordering::AcqRel);
+            // Relaxed: see `wake_one`.
+            self.state.fetch_sub(SLEEPER, Ordering::Relaxed);
         }
     }
 
