@@ -47,10 +47,13 @@ impl Phase {
     /// The current phase.
     #[inline]
     pub fn get(&self) -> usize {
-        // Acquire: pairs with the Release half of `advance`'s RMW: what
-        // shutdown did before (e.g. sending cancels) is seen by a reader of
-        // the new phase.
-        self.0.load(Ordering::Acquire)
+        // Relaxed: a reader acts on the number alone (refuses, closes by
+        // force, exits); it reads nothing shutdown wrote through it. Where
+        // a read must follow a write on the other side, the fences of
+        // `advance` and `admits` order it; the workers' exit is joined.
+        // (Was Acquire, paired with `advance`'s Release; the mutation run
+        // and the loom models found nothing that needs them.)
+        self.0.load(Ordering::Relaxed)
     }
 
     /// Moves the phase forward to `phase` (never back), then fences: the
@@ -58,9 +61,9 @@ impl Phase {
     /// reads next sees every process whose creator [`admits`](Self::admits)
     /// returned true.
     pub fn advance(&self, phase: usize) {
-        // AcqRel: Release as in `get`; Acquire so that a later phase sees
-        // what the earlier one's setter did.
-        self.0.fetch_max(phase, Ordering::AcqRel);
+        // Relaxed: see `get`; the RMW keeps the phase monotonic, the fence
+        // below orders it against the creators.
+        self.0.fetch_max(phase, Ordering::Relaxed);
         // SeqCst fence: pairs with the fence in `admits` (module docs).
         fence(Ordering::SeqCst);
     }
