@@ -334,9 +334,21 @@ impl<P: Process> Scheduler<P> {
             shared.set_phase(phase::FORCING);
             shared.trace_phase("forcing");
             self.close_waiting();
-            // Running steps end on their own; give them as long again.
-            let grace = Instant::now() + timeout.max(Duration::from_millis(100));
-            wait_until(grace, || shared.table.live() == 0);
+            // Running steps end on their own; give them as long again, and
+            // longer while closes still make progress: processes queued to be
+            // closed are not stuck, only a step that never returns is (on a
+            // loaded machine 10,000 queued closes can outlast a short grace).
+            let mut grace = Instant::now() + timeout.max(Duration::from_millis(100));
+            let mut left = shared.table.live();
+            loop {
+                wait_until(grace, || shared.table.live() == 0);
+                let now = shared.table.live();
+                if now == 0 || now >= left {
+                    break;
+                }
+                left = now;
+                grace = Instant::now() + Duration::from_millis(100);
+            }
         }
         // Relaxed: every close that `live()` (Acquire loads of the closed
         // counts, Released by `Table::remove`) saw counted was preceded by
