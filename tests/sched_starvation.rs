@@ -14,6 +14,9 @@
 //! cargo test --test sched_starvation
 //! ```
 
+mod common;
+use common::wait_until;
+
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::{self, ThreadId};
@@ -206,21 +209,12 @@ fn scheduler(workers: usize) -> Scheduler<Job> {
         .unwrap()
 }
 
-/// Waits (up to a minute, to turn a hang into a failure) until the
-/// scheduler has no live process left: every chain ended or stopped.
+/// Waits (bounded by `common::wait_until`, to turn a hang into a failure)
+/// until the scheduler has no live process left: every chain ended or
+/// stopped.
 fn wait_idle(scheduler: &Scheduler<Job>, board: &Board) {
-    for _ in 0..60_000 {
-        if scheduler.stats().live == 0 {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    panic!(
-        "the processes never finished: links {:?}, probes saw {:?}\n{}",
-        board.links,
-        board.saw(),
-        scheduler.stats()
-    );
+    let what = format!("the processes to finish (probes saw {:?})", board.saw());
+    wait_until(&what, || scheduler.stats().live == 0);
 }
 
 /// The repro of defect 7, scaled down: one worker; a process spawns a probe,
