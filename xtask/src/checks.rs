@@ -148,6 +148,12 @@ pub fn checks_for(file: &str, miri: bool) -> Vec<String> {
         // uninitialised memory.
         out.push("miri:deque_weak_memory".into());
     }
+    if miri && file == "src/sched/table.rs" {
+        // Weak memory over shutdown: the report's counts are read after
+        // `live()` reached zero, which only the closed counts' Release and
+        // Acquire order (x86 never shows it; Miri does).
+        out.push("miri:sched_shutdown".into());
+    }
     if miri && file.starts_with("src/mpsc/") {
         // Unit tests: `put_spare_orders_the_previous_owners_writes_before_the_free`
         // hands two blocks to the spare slot from two threads, a free that

@@ -61,8 +61,9 @@ OPTIONS:
   --timeout SECS    per-check timeout (default: loom 600, tests 300, Miri 1800);
                     a check past it kills the mutant (verdict says timeout)
   --miri            also run `cargo +nightly miri test --test deque_weak_memory`
-                    (seeds 0..8) for the deque, and `--lib mpsc::tests` for
-                    the MPSC queue
+                    (seeds 0..8) for the deque, `--lib mpsc::tests` for
+                    the MPSC queue, and `--test sched_shutdown` for the
+                    process table
   --no-baseline     skip running the checks once on the unmutated code first
   --dry-run         print the selected mutants and stop
   -v, --verbose     print each test as it runs
