@@ -123,8 +123,23 @@ pub trait Process: Send + Sized + 'static {
     /// or spawned it, and `close` is not called.
     fn init(&mut self, method: &str, input: Self::Input) -> Result<(), Self::Error>;
 
-    /// Advances the process with the events that arrived since the last step
-    /// (drain what you keep; the rest is dropped after the step).
+    /// Advances the process with the events that arrived since the last
+    /// step, oldest first: at most
+    /// [`Builder::max_events_per_step`](crate::sched::Builder::max_events_per_step)
+    /// of them (1,024 by default); the rest stay queued for the next step,
+    /// which comes soon: a process with events queued is runnable whatever
+    /// status it returns.
+    ///
+    /// Drain the events you handle. Events left in `events` are not
+    /// dropped: the next step gets them first, ahead of newer ones. If the
+    /// step returns [`Status::Idle`] with events left, that step comes at
+    /// once (events are what wakes an idle process); with [`Status::Wait`],
+    /// at once if a completion or cancel is among them (or among more than
+    /// a step's cap still queued), else with the completion that wakes it.
+    /// So a step that handles half its events and returns `Continue` sees
+    /// the other half next. To ignore an event, drain it. Events left when
+    /// the process ends go to
+    /// [`Builder::on_undelivered`](crate::sched::Builder::on_undelivered).
     ///
     /// # Errors
     ///

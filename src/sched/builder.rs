@@ -9,6 +9,11 @@ use core::fmt;
 use std::io;
 use std::time::Duration;
 
+/// The default of [`Builder::max_events_per_step`]: enough that a step's
+/// fixed cost vanishes against the events it handles, few enough that a
+/// step of cheap events stays in the tens of microseconds.
+pub const DEFAULT_EVENTS_PER_STEP: usize = 1024;
+
 /// Configures a [`Scheduler`]; made by [`Scheduler::builder`].
 ///
 /// ```
@@ -45,6 +50,7 @@ pub struct Builder<P: Process> {
     monitor: Option<MonitorConfig>,
     trace: Option<usize>,
     count_queued: bool,
+    events_per_step: usize,
 }
 
 impl<P: Process> Builder<P> {
@@ -62,14 +68,15 @@ impl<P: Process> Builder<P> {
             monitor: None,
             trace: None,
             count_queued: false,
+            events_per_step: DEFAULT_EVENTS_PER_STEP,
         }
     }
 
-    /// The number of worker threads (at least 1). Default:
-    /// [`std::thread::available_parallelism`], which honours CPU affinity
-    /// and cgroup limits.
+    /// The number of worker threads (at least 1: [`build`](Builder::build)
+    /// refuses 0). Default: [`std::thread::available_parallelism`], which
+    /// honours CPU affinity and cgroup limits.
     pub fn workers(mut self, workers: usize) -> Self {
-        self.workers = Some(workers.max(1));
+        self.workers = Some(workers);
         self
     }
 
@@ -147,9 +154,10 @@ impl<P: Process> Builder<P> {
     /// oldest process of its own deque instead of the newest, so a process
     /// with `d` older ones ahead of it there runs within `ticks * (d + 1)`
     /// of that worker's steps (for `ticks` of at least 2; 1 leaves no tick
-    /// between checks, and the deque is then newest first only).
+    /// between checks, and the deque is then newest first only; 0 is
+    /// refused by [`build`](Builder::build)).
     pub fn global_queue_interval(mut self, ticks: u32) -> Self {
-        self.global_queue_interval = ticks.max(1);
+        self.global_queue_interval = ticks;
         self
     }
 
@@ -157,15 +165,17 @@ impl<P: Process> Builder<P> {
     /// yields its thread for rounds below `park_after`, and parks at
     /// `park_after` (defaults 4 and 16: about 1 µs of pausing, then roughly
     /// 12 scheduler yields, ~10-50 µs, before a park that costs a futex wake
-    /// of ~5-20 µs to undo).
+    /// of ~5-20 µs to undo). `park_after` must be at least 1
+    /// ([`build`](Builder::build) refuses 0).
     pub fn spin_thresholds(mut self, spin_tight: u32, park_after: u32) -> Self {
         self.spin_tight = spin_tight;
-        self.park_after = park_after.max(1);
+        self.park_after = park_after;
         self
     }
 
     /// The most processes alive at once; submits beyond it are refused
-    /// with the process handed back. Default: no limit.
+    /// with the process handed back. Default: no limit. At least 1
+    /// ([`build`](Builder::build) refuses 0).
     pub fn max_processes(mut self, limit: usize) -> Self {
         self.max_processes = Some(limit);
         self
@@ -284,8 +294,10 @@ impl<P: Process> Builder<P> {
     /// of `Instant`) and one 32-byte record: about 3 ns on a bare
     /// `Continue` step here, 20 ns on a message round trip. See
     /// `src/sched/trace.rs`.
+    /// `events_per_worker` must be at least 1 ([`build`](Builder::build)
+    /// refuses 0).
     pub fn trace(mut self, events_per_worker: usize) -> Self {
-        self.trace = Some(events_per_worker.max(1));
+        self.trace = Some(events_per_worker);
         self
     }
 
@@ -323,13 +335,71 @@ impl<P: Process> Builder<P> {
         self
     }
 
+    /// The most events one step is handed (default
+    /// [`DEFAULT_EVENTS_PER_STEP`], 1,024; at least 1:
+    /// [`build`](Builder::build) refuses 0).
+    ///
+    /// A process sent more than that between two of its steps gets them
+    /// over several steps, in order, each run soon after the last (the
+    /// process stays runnable while events are queued for it, whatever
+    /// status its step returns), so a flood cannot make one step run for
+    /// seconds, and the worker's event buffer stays the size of one step's
+    /// events. Events a step leaves in its vector are not dropped either:
+    /// the next step gets them first (see [`Process::step`]).
+    ///
+    /// ```
+    /// # use stepsched::process::{Event, NoCommand, Process, StepOutput};
+    /// # struct Job;
+    /// # impl Process for Job {
+    /// #     type Input = (); type Message = (); type Command = NoCommand;
+    /// #     type Reply = (); type Output = (); type Error = ();
+    /// #     fn init(&mut self, _: &str, _: ()) -> Result<(), ()> { Ok(()) }
+    /// #     fn step(&mut self, _: &mut Vec<Event<Self>>, out: &mut StepOutput<'_, Self>) -> Result<(), ()> {
+    /// #         out.done(()); Ok(())
+    /// #     }
+    /// # }
+    /// use stepsched::sched::Scheduler;
+    ///
+    /// let scheduler = Scheduler::<Job>::builder().max_events_per_step(64).build()?;
+    /// # drop(scheduler);
+    /// assert!(Scheduler::<Job>::builder().max_events_per_step(0).build().is_err());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn max_events_per_step(mut self, events: usize) -> Self {
+        self.events_per_step = events;
+        self
+    }
+
     /// Starts the workers.
     ///
     /// # Errors
     ///
-    /// If a worker thread cannot be spawned (workers already started are
-    /// stopped again).
+    /// [`io::ErrorKind::InvalidInput`], naming the setting, for a value the
+    /// scheduler cannot honour (0 workers, a 0 global queue interval, a 0
+    /// `park_after`, a 0 process limit, a 0-event trace ring, 0 events per
+    /// step): a setting is refused rather than bent to another value. Else
+    /// the error of a worker thread that cannot be spawned (workers already
+    /// started are stopped again).
+    ///
+    /// ```
+    /// # use stepsched::process::{Event, NoCommand, Process, StepOutput};
+    /// # struct Job;
+    /// # impl Process for Job {
+    /// #     type Input = (); type Message = (); type Command = NoCommand;
+    /// #     type Reply = (); type Output = (); type Error = ();
+    /// #     fn init(&mut self, _: &str, _: ()) -> Result<(), ()> { Ok(()) }
+    /// #     fn step(&mut self, _: &mut Vec<Event<Self>>, out: &mut StepOutput<'_, Self>) -> Result<(), ()> {
+    /// #         out.done(()); Ok(())
+    /// #     }
+    /// # }
+    /// use stepsched::sched::Scheduler;
+    ///
+    /// let refused = Scheduler::<Job>::builder().workers(0).build().unwrap_err();
+    /// assert_eq!(refused.kind(), std::io::ErrorKind::InvalidInput);
+    /// assert!(refused.to_string().contains("workers(0)"));
+    /// ```
     pub fn build(self) -> io::Result<Scheduler<P>> {
+        self.validate()?;
         let workers = self
             .workers
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
@@ -341,6 +411,7 @@ impl<P: Process> Builder<P> {
             trace: self.trace,
             monitored: self.monitor.is_some(),
             count_queued: self.count_queued,
+            events_per_step: self.events_per_step,
         };
         Scheduler::start(
             config,
@@ -354,6 +425,45 @@ impl<P: Process> Builder<P> {
     }
 }
 
+impl<P: Process> Builder<P> {
+    /// Refuses the settings `build` cannot honour, naming each.
+    fn validate(&self) -> io::Result<()> {
+        let zero = [
+            (
+                self.workers == Some(0),
+                "workers(0): a scheduler needs at least one worker",
+            ),
+            (
+                self.global_queue_interval == 0,
+                "global_queue_interval(0): the interval is at least 1 tick",
+            ),
+            (
+                self.park_after == 0,
+                "spin_thresholds(_, 0): park_after is at least 1 round",
+            ),
+            (
+                self.max_processes == Some(0),
+                "max_processes(0): a scheduler that admits no process",
+            ),
+            (
+                self.trace == Some(0),
+                "trace(0): a trace ring holds at least 1 event",
+            ),
+            (
+                self.events_per_step == 0,
+                "max_events_per_step(0): a step is handed at least 1 event",
+            ),
+        ];
+        match zero.iter().find(|(refused, _)| *refused) {
+            Some((_, why)) => Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("stepsched::Builder::{why}"),
+            )),
+            None => Ok(()),
+        }
+    }
+}
+
 impl<P: Process> fmt::Debug for Builder<P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Builder")
@@ -362,6 +472,7 @@ impl<P: Process> fmt::Debug for Builder<P> {
             .field("spin_tight", &self.spin_tight)
             .field("park_after", &self.park_after)
             .field("max_processes", &self.max_processes)
+            .field("max_events_per_step", &self.events_per_step)
             .field(
                 "long_step_threshold",
                 &self.monitor.as_ref().map(|m| m.threshold),

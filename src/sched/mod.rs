@@ -66,7 +66,7 @@ pub mod watch;
 pub use global::{GlobalQueue, Take, BATCH};
 
 #[cfg(not(loom))]
-pub use builder::Builder;
+pub use builder::{Builder, DEFAULT_EVENTS_PER_STEP};
 #[cfg(not(loom))]
 pub use dump::ProcessInfo;
 #[cfg(not(loom))]

@@ -41,6 +41,8 @@ pub(crate) struct Config {
     /// Whether deliveries and drains are counted per slot, for the process
     /// dump's queued figure ([`Builder::count_queued_events`](super::Builder::count_queued_events)).
     pub(crate) count_queued: bool,
+    /// The most events handed to one step ([`Builder::max_events_per_step`](super::Builder::max_events_per_step)).
+    pub(crate) events_per_step: usize,
 }
 
 type WorkerHook = Box<dyn Fn(usize) + Send + Sync>;

@@ -43,6 +43,11 @@ pub(crate) struct Body<P: Process> {
     pub(crate) process: Option<P>,
     /// Tags of yielded commands not yet completed.
     pub(crate) pending: Vec<u64>,
+    /// Events handed to a step that it left in its vector, and the one event
+    /// taken from the mailbox past a full step's cap: the next step gets
+    /// them first, ahead of the mailbox. Empty (and unallocated) for a
+    /// process that drains what it is given.
+    pub(crate) carry: Vec<Event<P>>,
     pub(crate) joiner: Option<std::sync::Arc<JoinCell<P>>>,
 }
 
@@ -113,6 +118,7 @@ impl<P: Process> Slot<P> {
             body: UnsafeCell::new(Body {
                 process: None,
                 pending: Vec::new(),
+                carry: Vec::new(),
                 joiner: None,
             }),
             steps: AtomicU64::new(0),

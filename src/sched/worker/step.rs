@@ -11,7 +11,7 @@ use crate::process::{
 };
 use crate::sched::handler::Completer;
 use crate::sched::shared::{phase, LocalSpawner};
-use crate::sched::table::{Body, Slot, Task};
+use crate::sched::table::{Body, Envelope, Slot, Task};
 use crate::sched::trace::{self, Kind};
 use crate::sched::watch::StepWatch;
 use crate::sync::Ordering;
@@ -68,12 +68,12 @@ impl<P: Process> Local<P> {
     fn step(&mut self, task: Task<P>, last: bool, begun: Begun<'_>) {
         let slot = task.slot();
         let pid = begun.pid;
-        let (outcome, status) = {
+        let (outcome, status, more) = {
             // SAFETY: we hold the process (Running, from `run_task`'s
             // `start`); the borrow ends with this block, before `end_step`
             // or `close`.
             let body = unsafe { slot.body() };
-            self.collect_events(slot, body, pid);
+            let full = self.collect_events(slot, body, pid);
             if last {
                 self.events.push(Event::Cancel(Cancel::Terminate));
             }
@@ -90,7 +90,18 @@ impl<P: Process> Local<P> {
             let events = &mut self.events;
             let result = catch_unwind(AssertUnwindSafe(|| process.step(events, &mut out)));
             let status = out.take_status();
-            self.events.clear();
+            self.carry_leftovers(body);
+            // Whether what is carried would wake the process from `Idle`
+            // (any event) or from `Wait` (a completion or cancel, which may
+            // also be among the events a full step left queued): then it
+            // runs again rather than parking, as if they had just arrived.
+            // A carry of messages alone leaves a waiting process asleep;
+            // they come with the completion that wakes it.
+            let more = match status {
+                Status::Idle => !body.carry.is_empty(),
+                Status::Wait => full || body.carry.iter().any(|e| !matches!(e, Event::Message(_))),
+                _ => false,
+            };
             slot.count_step();
             self.counters().steps.add(1);
             if let Some(ring) = &mut self.trace {
@@ -117,7 +128,7 @@ impl<P: Process> Local<P> {
             } else if let Err(message) = self.dispatch(pid, body) {
                 outcome = Some(Err(ProcessError::Panicked(message)));
             }
-            (outcome, status)
+            (outcome, status, more)
         };
 
         let park = match (outcome, status) {
@@ -125,6 +136,9 @@ impl<P: Process> Local<P> {
             (None, _) if last => return self.close(slot, Err(ProcessError::Terminated), true),
             (None, Status::Done(output)) => return self.close(slot, Ok(output), true),
             (None, Status::Continue) => Park::Continue,
+            // Events are carried over that would have woken it (see
+            // `carry_leftovers`): it runs again at once.
+            (None, Status::Wait | Status::Idle) if more => Park::Continue,
             (None, Status::Wait) => Park::Wait,
             (None, Status::Idle) => Park::Idle,
         };
@@ -145,38 +159,86 @@ impl<P: Process> Local<P> {
         }
     }
 
-    /// Moves the process's queued events into the step buffer, dropping
-    /// (and reporting) events meant for an earlier process in this slot and
-    /// completions of tags the process is not waiting for.
-    fn collect_events(&mut self, slot: &Slot<P>, body: &mut Body<P>, pid: Pid) {
+    /// Fills the step buffer: first the events carried over from the last
+    /// step, then the process's queued events, up to the cap of events per
+    /// step, dropping (and reporting) events meant for an earlier process
+    /// in this slot and completions of tags the process is not waiting for.
+    ///
+    /// Returns whether the cap stopped the drain with an event still queued:
+    /// that event (taken to find out) is carried to the next step, and the
+    /// process must run again whatever status its step returns.
+    fn collect_events(&mut self, slot: &Slot<P>, body: &mut Body<P>, pid: Pid) -> bool {
+        if !body.carry.is_empty() {
+            // Moved, not appended: the carry's allocation is freed, so a
+            // process that once left events behind keeps no buffer.
+            self.events.extend(core::mem::take(&mut body.carry));
+        }
+        let cap = self.shared.config.events_per_step;
         let mut drained = 0;
+        let mut full = false;
         // SAFETY: we hold the process (Running), which makes us the queue's
         // only consumer.
         while let Some(envelope) = unsafe { slot.events.pop_with(&mut self.nodes) } {
             drained += 1;
-            if envelope.generation != pid.generation() {
-                let stale = Pid::new(pid.index(), envelope.generation);
-                self.shared.undelivered(stale, envelope.event);
+            let Some(event) = self.accept(envelope, body, pid) else {
                 continue;
+            };
+            if self.events.len() < cap {
+                self.events.push(event);
+            } else {
+                // One past the cap: the mailbox had more than a step takes.
+                // It is the oldest event left, so it goes first next time.
+                body.carry.push(event);
+                full = true;
+                break;
             }
-            if let Event::Completion { tag, .. } = &envelope.event {
-                match body.pending.iter().position(|t| t == tag) {
-                    Some(at) => {
-                        body.pending.swap_remove(at);
-                    }
-                    None => {
-                        // Relaxed: a statistic.
-                        self.shared.unknown_tags.fetch_add(1, Ordering::Relaxed);
-                        self.shared.undelivered(pid, envelope.event);
-                        continue;
-                    }
-                }
-            }
-            self.events.push(envelope.event);
         }
         // Once per step, for the process dump's queued figure.
         if self.shared.config.count_queued {
             slot.count_drained(drained);
+        }
+        full
+    }
+
+    /// The event in `envelope`, if it is for this process: an event sent to
+    /// an earlier process in the slot, or a completion of a tag the process
+    /// is not waiting for, is reported instead.
+    fn accept(&mut self, envelope: Envelope<P>, body: &mut Body<P>, pid: Pid) -> Option<Event<P>> {
+        if envelope.generation != pid.generation() {
+            let stale = Pid::new(pid.index(), envelope.generation);
+            self.shared.undelivered(stale, envelope.event);
+            return None;
+        }
+        if let Event::Completion { tag, .. } = &envelope.event {
+            match body.pending.iter().position(|t| t == tag) {
+                Some(at) => {
+                    body.pending.swap_remove(at);
+                }
+                None => {
+                    // Relaxed: a statistic.
+                    self.shared.unknown_tags.fetch_add(1, Ordering::Relaxed);
+                    self.shared.undelivered(pid, envelope.event);
+                    return None;
+                }
+            }
+        }
+        Some(envelope.event)
+    }
+
+    /// Keeps the events a step left in its vector for the next step, ahead
+    /// of the event (if any) that `collect_events` carried past the cap.
+    fn carry_leftovers(&mut self, body: &mut Body<P>) {
+        if !self.events.is_empty() {
+            let mut kept = Vec::with_capacity(self.events.len() + body.carry.len());
+            kept.append(&mut self.events);
+            kept.append(&mut body.carry);
+            body.carry = kept;
+        }
+        // The buffer holds at most a step's cap unless a step pushed more
+        // into it; after such a burst, its memory goes back.
+        let cap = self.shared.config.events_per_step;
+        if self.events.capacity() > cap.saturating_mul(2) {
+            self.events.shrink_to(cap);
         }
     }
 
@@ -266,13 +328,24 @@ impl<P: Process> Local<P> {
     fn close(&mut self, slot: &Slot<P>, mut outcome: Outcome<P>, after_step: bool) {
         let pid = slot.pid();
         slot.state.complete();
-        let (process, joiner) = {
+        let (process, joiner, carried) = {
             // SAFETY: we still hold the process (Complete, not yet freed);
             // the borrow ends with this block, before `remove`.
             let body = unsafe { slot.body() };
             body.pending.clear();
-            (body.process.take(), body.joiner.take())
+            (
+                body.process.take(),
+                body.joiner.take(),
+                core::mem::take(&mut body.carry),
+            )
         };
+        // Events the last step left or was not given: reported like those
+        // still queued, except the cancels the scheduler itself made.
+        for event in carried {
+            if !matches!(event, Event::Cancel(_)) {
+                self.shared.undelivered(pid, event);
+            }
+        }
         if let Some(mut process) = process {
             let closed = catch_unwind(AssertUnwindSafe(move || {
                 process.close();
