@@ -15,7 +15,7 @@ mod imp {
     pub(crate) use std::sync::atomic::{
         fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
     };
-    pub(crate) use std::sync::{Arc, Condvar, Mutex};
+    pub(crate) use std::sync::{Arc, Condvar, Mutex, MutexGuard};
     pub(crate) use std::thread;
 
     /// `std::cell::UnsafeCell` with loom's access API, so the same code
@@ -61,7 +61,7 @@ mod imp {
     pub(crate) use loom::sync::atomic::{
         fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
     };
-    pub(crate) use loom::sync::{Arc, Condvar, Mutex};
+    pub(crate) use loom::sync::{Arc, Condvar, Mutex, MutexGuard};
     pub(crate) use loom::thread;
 }
 

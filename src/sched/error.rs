@@ -104,3 +104,24 @@ impl<T> fmt::Display for CompleteError<T> {
 }
 
 impl<T> std::error::Error for CompleteError<T> {}
+
+/// Why [`Scheduler::mailbox`](super::Scheduler::mailbox) made no receiver.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SpawnRefused {
+    /// The scheduler is shutting down.
+    ShuttingDown,
+    /// The scheduler is at its process limit (a receiver takes a process
+    /// slot).
+    AtCapacity,
+}
+
+impl fmt::Display for SpawnRefused {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            SpawnRefused::ShuttingDown => "refused: the scheduler is shutting down",
+            SpawnRefused::AtCapacity => "refused: the scheduler is at its process limit",
+        })
+    }
+}
+
+impl std::error::Error for SpawnRefused {}

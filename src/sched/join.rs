@@ -1,27 +1,81 @@
-//! [`JoinHandle`]: waiting for a process's outcome from outside.
+//! Waiting for processes from outside: [`JoinHandle`] for one (blocking,
+//! with a timeout, or as a [`Future`]), [`JoinSet`] for many.
+//!
+//! The worker that closes a process hands its outcome to the process's
+//! *joiner*, if it has one: a [`JoinHandle`]'s cell, or a [`JoinSet`]'s
+//! queue. Both are a mutex and a condition variable, plus the
+//! [`Waker`] of a task that polled them: a process ends once, so the
+//! mutex is taken once by the worker and once by the waiter, and the cost
+//! does not grow with the number of processes (a set of 100k is one queue).
+//! Wakers are only `std::task`'s: no runtime is assumed.
 
 use crate::process::{Outcome, Pid, Process};
-use crate::sync::{Condvar, Mutex};
+use crate::sync::{Arc, Condvar, Mutex};
 use core::fmt;
+use core::future::Future;
+use core::pin::Pin;
+use core::task::{Context, Poll, Waker};
+use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 /// Where the worker that closes a process leaves its outcome.
+pub(crate) enum Joiner<P: Process> {
+    /// A [`JoinHandle`]'s.
+    One(Arc<JoinCell<P>>),
+    /// A [`JoinSet`]'s.
+    Set(Arc<SetCell<P>>),
+}
+
+impl<P: Process> Joiner<P> {
+    /// Hands over the outcome of `pid` and wakes whoever waits for it.
+    pub(crate) fn set(self, pid: Pid, outcome: Outcome<P>) {
+        match self {
+            Joiner::One(cell) => cell.set(outcome),
+            Joiner::Set(set) => set.push(pid, outcome),
+        }
+    }
+}
+
+/// A [`JoinHandle`]'s outcome and the waker of a task polling it.
 pub(crate) struct JoinCell<P: Process> {
-    outcome: Mutex<Option<Outcome<P>>>,
+    state: Mutex<CellState<P>>,
     ready: Condvar,
+}
+
+struct CellState<P: Process> {
+    outcome: Option<Outcome<P>>,
+    /// Set once the outcome was taken (by a join or a poll).
+    taken: bool,
+    waker: Option<Waker>,
 }
 
 impl<P: Process> JoinCell<P> {
     pub(crate) fn new() -> Self {
         JoinCell {
-            outcome: Mutex::new(None),
+            state: Mutex::new(CellState {
+                outcome: None,
+                taken: false,
+                waker: None,
+            }),
             ready: Condvar::new(),
         }
     }
 
-    pub(crate) fn set(&self, outcome: Outcome<P>) {
-        *self.outcome.lock().unwrap_or_else(|e| e.into_inner()) = Some(outcome);
+    fn lock(&self) -> crate::sync::MutexGuard<'_, CellState<P>> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn set(&self, outcome: Outcome<P>) {
+        let waker = {
+            let mut state = self.lock();
+            state.outcome = Some(outcome);
+            state.waker.take()
+        };
         self.ready.notify_all();
+        // Woken after the lock is released: the task may run at once.
+        if let Some(waker) = waker {
+            waker.wake();
+        }
     }
 }
 
@@ -29,13 +83,54 @@ impl<P: Process> JoinCell<P> {
 ///
 /// Made by [`Scheduler::submit_joinable`](super::Scheduler::submit_joinable).
 /// Dropping it does not affect the process.
+///
+/// It is also a [`Future`] of the outcome, for async code: polling it
+/// registers the task's [`Waker`], which the worker that closes the process
+/// wakes. No runtime is needed beyond an executor of `std` futures.
+///
+/// ```
+/// # use stepsched::process::{Event, NoCommand, Process, StepOutput};
+/// # struct Job;
+/// # impl Process for Job {
+/// #     type Input = (); type Message = (); type Command = NoCommand;
+/// #     type Reply = (); type Output = u32; type Error = ();
+/// #     fn init(&mut self, _: &str, _: ()) -> Result<(), ()> { Ok(()) }
+/// #     fn step(&mut self, _: &mut Vec<Event<Self>>, out: &mut StepOutput<'_, Self>) -> Result<(), ()> {
+/// #         out.done(7); Ok(())
+/// #     }
+/// # }
+/// use std::future::Future;
+/// use std::pin::pin;
+/// use std::sync::Arc;
+/// use std::task::{Context, Poll, Wake};
+/// use stepsched::sched::Scheduler;
+///
+/// /// Unparks the thread that polls.
+/// struct Unpark(std::thread::Thread);
+/// impl Wake for Unpark {
+///     fn wake(self: Arc<Self>) { self.0.unpark() }
+/// }
+///
+/// let scheduler = Scheduler::builder().workers(1).build()?;
+/// let handle = scheduler.submit_joinable(Job, "", ()).unwrap();
+/// let waker = Arc::new(Unpark(std::thread::current())).into();
+/// let mut future = pin!(handle);
+/// let outcome = loop {
+///     match future.as_mut().poll(&mut Context::from_waker(&waker)) {
+///         Poll::Ready(outcome) => break outcome,
+///         Poll::Pending => std::thread::park(),
+///     }
+/// };
+/// assert_eq!(outcome, Ok(7));
+/// # Ok::<(), std::io::Error>(())
+/// ```
 pub struct JoinHandle<P: Process> {
     pid: Pid,
-    cell: std::sync::Arc<JoinCell<P>>,
+    cell: Arc<JoinCell<P>>,
 }
 
 impl<P: Process> JoinHandle<P> {
-    pub(crate) fn new(pid: Pid, cell: std::sync::Arc<JoinCell<P>>) -> Self {
+    pub(crate) fn new(pid: Pid, cell: Arc<JoinCell<P>>) -> Self {
         JoinHandle { pid, cell }
     }
 
@@ -46,24 +141,25 @@ impl<P: Process> JoinHandle<P> {
 
     /// Whether the process has ended.
     pub fn is_finished(&self) -> bool {
-        self.cell
-            .outcome
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .is_some()
+        let state = self.cell.lock();
+        state.outcome.is_some() || state.taken
     }
 
     /// Blocks until the process ends and returns its outcome.
+    ///
+    /// # Panics
+    ///
+    /// If the outcome was already taken by polling the handle as a future.
     pub fn join(self) -> Outcome<P> {
-        let mut outcome = self.cell.outcome.lock().unwrap_or_else(|e| e.into_inner());
+        let mut state = self.cell.lock();
         loop {
-            if let Some(outcome) = outcome.take() {
+            if let Some(outcome) = take(&mut state) {
                 return outcome;
             }
-            outcome = self
+            state = self
                 .cell
                 .ready
-                .wait(outcome)
+                .wait(state)
                 .unwrap_or_else(|e| e.into_inner());
         }
     }
@@ -77,24 +173,57 @@ impl<P: Process> JoinHandle<P> {
     pub fn join_timeout(self, timeout: Duration) -> Result<Outcome<P>, Self> {
         let deadline = Instant::now() + timeout;
         {
-            let mut outcome = self.cell.outcome.lock().unwrap_or_else(|e| e.into_inner());
+            let mut state = self.cell.lock();
             loop {
-                if let Some(outcome) = outcome.take() {
+                if let Some(outcome) = take(&mut state) {
                     return Ok(outcome);
                 }
                 let now = Instant::now();
                 if now >= deadline {
                     break;
                 }
-                outcome = self
+                state = self
                     .cell
                     .ready
-                    .wait_timeout(outcome, deadline - now)
+                    .wait_timeout(state, deadline - now)
                     .unwrap_or_else(|e| e.into_inner())
                     .0;
             }
         }
         Err(self)
+    }
+}
+
+/// The outcome, if the process has ended; marks it taken.
+fn take<P: Process>(state: &mut CellState<P>) -> Option<Outcome<P>> {
+    assert!(
+        !state.taken,
+        "stepsched: a JoinHandle's outcome taken twice"
+    );
+    let outcome = state.outcome.take();
+    state.taken = outcome.is_some();
+    outcome
+}
+
+impl<P: Process> Future for JoinHandle<P> {
+    type Output = Outcome<P>;
+
+    /// Ready with the outcome once the process has ended; else registers
+    /// the task's waker (replacing the one of an earlier poll).
+    ///
+    /// # Panics
+    ///
+    /// If polled again after it returned `Ready`.
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Outcome<P>> {
+        let mut state = self.cell.lock();
+        if let Some(outcome) = take(&mut state) {
+            return Poll::Ready(outcome);
+        }
+        match &state.waker {
+            Some(waker) if waker.will_wake(cx.waker()) => {}
+            _ => state.waker = Some(cx.waker().clone()),
+        }
+        Poll::Pending
     }
 }
 
@@ -104,5 +233,242 @@ impl<P: Process> fmt::Debug for JoinHandle<P> {
             .field("pid", &self.pid)
             .field("finished", &self.is_finished())
             .finish()
+    }
+}
+
+/// A [`JoinSet`]'s queue of outcomes.
+pub(crate) struct SetCell<P: Process> {
+    state: Mutex<SetState<P>>,
+    ready: Condvar,
+}
+
+struct SetState<P: Process> {
+    ended: VecDeque<(Pid, Outcome<P>)>,
+    waker: Option<Waker>,
+}
+
+impl<P: Process> SetCell<P> {
+    fn lock(&self) -> crate::sync::MutexGuard<'_, SetState<P>> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn push(&self, pid: Pid, outcome: Outcome<P>) {
+        let waker = {
+            let mut state = self.lock();
+            state.ended.push_back((pid, outcome));
+            state.waker.take()
+        };
+        self.ready.notify_one();
+        if let Some(waker) = waker {
+            waker.wake();
+        }
+    }
+}
+
+/// Waits for many processes at once: the outcomes of the processes
+/// submitted into it ([`Scheduler::submit_into`](super::Scheduler::submit_into)),
+/// in the order they end.
+///
+/// One queue serves the whole set, so waiting for 100k processes costs what
+/// waiting for one does, per process: the closing worker pushes the
+/// outcome and wakes the waiter (a thread blocked in
+/// [`join_next`](JoinSet::join_next), or a task that polled
+/// [`joined`](JoinSet::joined)). Dropping the set does not affect its
+/// processes; their outcomes are then dropped as they end.
+///
+/// ```
+/// # use stepsched::process::{Event, NoCommand, Process, StepOutput};
+/// # struct Job(u32);
+/// # impl Process for Job {
+/// #     type Input = (); type Message = (); type Command = NoCommand;
+/// #     type Reply = (); type Output = u32; type Error = ();
+/// #     fn init(&mut self, _: &str, _: ()) -> Result<(), ()> { Ok(()) }
+/// #     fn step(&mut self, _: &mut Vec<Event<Self>>, out: &mut StepOutput<'_, Self>) -> Result<(), ()> {
+/// #         out.done(self.0); Ok(())
+/// #     }
+/// # }
+/// use stepsched::sched::{JoinSet, Scheduler};
+///
+/// let scheduler = Scheduler::builder().workers(2).build()?;
+/// let mut set = JoinSet::new();
+/// for i in 0..1000 {
+///     scheduler.submit_into(&mut set, Job(i), "", ()).unwrap();
+/// }
+/// let mut sum = 0;
+/// while let Some((_pid, outcome)) = set.join_next() {
+///     sum += outcome.unwrap();
+/// }
+/// assert_eq!(sum, 999 * 1000 / 2);
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub struct JoinSet<P: Process> {
+    cell: Arc<SetCell<P>>,
+    /// Processes submitted into the set whose outcome was not taken yet.
+    pending: usize,
+}
+
+impl<P: Process> JoinSet<P> {
+    /// An empty set.
+    pub fn new() -> Self {
+        JoinSet {
+            cell: Arc::new(SetCell {
+                state: Mutex::new(SetState {
+                    ended: VecDeque::new(),
+                    waker: None,
+                }),
+                ready: Condvar::new(),
+            }),
+            pending: 0,
+        }
+    }
+
+    /// The joiner for one more process of the set.
+    pub(crate) fn add(&mut self) -> Joiner<P> {
+        self.pending += 1;
+        Joiner::Set(Arc::clone(&self.cell))
+    }
+
+    /// Gives back the place `add` took, for a process that was refused.
+    pub(crate) fn cancel_add(&mut self) {
+        self.pending -= 1;
+    }
+
+    /// Processes submitted into the set whose outcome has not been taken.
+    pub fn len(&self) -> usize {
+        self.pending
+    }
+
+    /// Whether every outcome has been taken (or none was submitted).
+    pub fn is_empty(&self) -> bool {
+        self.pending == 0
+    }
+
+    fn taken(&mut self, next: Option<(Pid, Outcome<P>)>) -> Option<(Pid, Outcome<P>)> {
+        if next.is_some() {
+            self.pending -= 1;
+        }
+        next
+    }
+
+    /// The next process to end and its outcome, without waiting: `None` if
+    /// none has ended since the last one taken.
+    pub fn try_join_next(&mut self) -> Option<(Pid, Outcome<P>)> {
+        let next = self.cell.lock().ended.pop_front();
+        self.taken(next)
+    }
+
+    /// Blocks until a process of the set ends and returns it with its
+    /// outcome; `None` at once if the set is empty.
+    pub fn join_next(&mut self) -> Option<(Pid, Outcome<P>)> {
+        if self.pending == 0 {
+            return None;
+        }
+        let next = {
+            let mut state = self.cell.lock();
+            loop {
+                if let Some(next) = state.ended.pop_front() {
+                    break next;
+                }
+                state = self
+                    .cell
+                    .ready
+                    .wait(state)
+                    .unwrap_or_else(|e| e.into_inner());
+            }
+        };
+        self.taken(Some(next))
+    }
+
+    /// As [`join_next`](JoinSet::join_next), waiting at most `timeout`:
+    /// `None` if the set is empty or no process ended in time (tell them
+    /// apart with [`is_empty`](JoinSet::is_empty)).
+    pub fn join_next_timeout(&mut self, timeout: Duration) -> Option<(Pid, Outcome<P>)> {
+        if self.pending == 0 {
+            return None;
+        }
+        let deadline = Instant::now() + timeout;
+        let next = {
+            let mut state = self.cell.lock();
+            loop {
+                if let Some(next) = state.ended.pop_front() {
+                    break Some(next);
+                }
+                let now = Instant::now();
+                if now >= deadline {
+                    break None;
+                }
+                state = self
+                    .cell
+                    .ready
+                    .wait_timeout(state, deadline - now)
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0;
+            }
+        };
+        self.taken(next)
+    }
+
+    /// Polls for the next process to end: `Ready(None)` if the set is
+    /// empty, `Ready(Some(..))` with one that ended, else `Pending`, with
+    /// the task's waker registered (replacing an earlier poll's).
+    pub fn poll_join_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<(Pid, Outcome<P>)>> {
+        if self.pending == 0 {
+            return Poll::Ready(None);
+        }
+        let next = {
+            let mut state = self.cell.lock();
+            match state.ended.pop_front() {
+                Some(next) => next,
+                None => {
+                    match &state.waker {
+                        Some(waker) if waker.will_wake(cx.waker()) => {}
+                        _ => state.waker = Some(cx.waker().clone()),
+                    }
+                    return Poll::Pending;
+                }
+            }
+        };
+        Poll::Ready(self.taken(Some(next)))
+    }
+
+    /// A future of the next process to end, as
+    /// [`poll_join_next`](JoinSet::poll_join_next) polls: `None` once the
+    /// set is empty.
+    pub fn joined(&mut self) -> Joined<'_, P> {
+        Joined { set: self }
+    }
+}
+
+impl<P: Process> Default for JoinSet<P> {
+    fn default() -> Self {
+        JoinSet::new()
+    }
+}
+
+impl<P: Process> fmt::Debug for JoinSet<P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("JoinSet")
+            .field("len", &self.pending)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The future of [`JoinSet::joined`].
+#[must_use = "futures do nothing unless polled"]
+pub struct Joined<'a, P: Process> {
+    set: &'a mut JoinSet<P>,
+}
+
+impl<P: Process> Future for Joined<'_, P> {
+    type Output = Option<(Pid, Outcome<P>)>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.set.poll_join_next(cx)
+    }
+}
+
+impl<P: Process> fmt::Debug for Joined<'_, P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Joined").field("set", &self.set).finish()
     }
 }

@@ -36,6 +36,7 @@ mod handler;
 mod join;
 #[cfg(not(loom))]
 mod monitor;
+mod outside;
 #[cfg(not(loom))]
 mod scheduler;
 #[cfg(not(loom))]
@@ -70,13 +71,15 @@ pub use builder::{Builder, DEFAULT_EVENTS_PER_STEP};
 #[cfg(not(loom))]
 pub use dump::ProcessInfo;
 #[cfg(not(loom))]
-pub use error::{CompleteError, SendError, TerminateError};
+pub use error::{CompleteError, SendError, SpawnRefused, TerminateError};
 #[cfg(not(loom))]
 pub use handler::{Completer, Completion};
 #[cfg(not(loom))]
-pub use join::JoinHandle;
+pub use join::{JoinHandle, JoinSet, Joined};
+
 #[cfg(not(loom))]
 pub use monitor::{LongStep, DEFAULT_LONG_STEP_THRESHOLD};
+pub use outside::{CallError, Receiver, Recv};
 #[cfg(not(loom))]
 pub use scheduler::{Scheduler, ShutdownReport};
 #[cfg(not(loom))]

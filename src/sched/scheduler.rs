@@ -6,7 +6,7 @@ use super::error::{SendError, TerminateError};
 use super::global::GlobalQueue;
 use super::handler::Handlers;
 use super::idle::Idle;
-use super::join::{JoinCell, JoinHandle};
+use super::join::{JoinCell, JoinHandle, JoinSet, Joiner};
 use super::monitor::{Monitor, MonitorConfig};
 use super::shared::{phase, Config, Hooks, Refusal, Remote, Shared};
 use super::stats::{Counters, Stats};
@@ -191,8 +191,28 @@ impl<P: Process> Scheduler<P> {
         input: P::Input,
     ) -> Result<JoinHandle<P>, SpawnError<P>> {
         let cell = Arc::new(JoinCell::new());
-        let pid = self.submit_inner(process, method, input, Some(Arc::clone(&cell)))?;
+        let joiner = Joiner::One(Arc::clone(&cell));
+        let pid = self.submit_inner(process, method, input, Some(joiner))?;
         Ok(JoinHandle::new(pid, cell))
+    }
+
+    /// Like [`submit`](Scheduler::submit), and adds the process to `set`,
+    /// which gives its outcome when it ends: the way to wait for many
+    /// processes (see [`JoinSet`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`submit`](Scheduler::submit); a refused process is not added.
+    pub fn submit_into(
+        &self,
+        set: &mut JoinSet<P>,
+        process: P,
+        method: &str,
+        input: P::Input,
+    ) -> Result<Pid, SpawnError<P>> {
+        let joiner = set.add();
+        self.submit_inner(process, method, input, Some(joiner))
+            .inspect_err(|_| set.cancel_add())
     }
 
     fn submit_inner(
@@ -200,7 +220,7 @@ impl<P: Process> Scheduler<P> {
         process: P,
         method: &str,
         input: P::Input,
-        joiner: Option<Arc<JoinCell<P>>>,
+        joiner: Option<Joiner<P>>,
     ) -> Result<Pid, SpawnError<P>> {
         let shared = &*self.shared;
         let slot = shared.create(process, method, input, joiner, None)?;
@@ -247,29 +267,7 @@ impl<P: Process> Scheduler<P> {
     ///
     /// If no such process exists or it has already ended.
     pub fn terminate(&self, pid: Pid) -> Result<(), TerminateError> {
-        let slot = self
-            .shared
-            .table
-            .get(pid.index())
-            .ok_or(TerminateError::NoSuchProcess)?;
-        match slot.state.terminate(pid.generation()) {
-            Notify::Schedule => {
-                slot.stamp(self.shared.clock.now());
-                self.shared.schedule_remote(Task::new(slot));
-                Ok(())
-            }
-            Notify::Nothing => Ok(()),
-            Notify::Finished => Err(TerminateError::Finished),
-            Notify::Stale => {
-                let current = slot.state.load().generation();
-                // Generations only grow (see `LAST_GENERATION`).
-                if current > pid.generation() {
-                    Err(TerminateError::Finished)
-                } else {
-                    Err(TerminateError::NoSuchProcess)
-                }
-            }
-        }
+        self.shared.terminate(pid)
     }
 
     /// The number of live processes.

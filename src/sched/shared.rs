@@ -3,11 +3,12 @@
 //! queues, the idle protocol, handlers and hooks, and the delivery path.
 
 use super::clock::CoarseClock;
+use super::error::TerminateError;
 use super::global::GlobalQueue;
 use super::handler::Handlers;
 use super::idle::Idle;
 use super::stats::Counters;
-use super::table::{Envelope, FreeCache, Slot, Table, Task};
+use super::table::{Envelope, FreeCache, Occupant, Slot, Table, Task};
 use super::trace::{Kind as TraceKind, Tracing};
 use super::watch::StepWatch;
 use crate::deque::Stealer;
@@ -20,9 +21,8 @@ use crate::process::{
 use crate::sync::{AtomicU64, Ordering};
 use core::cell::RefCell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::Arc;
 
-use super::join::JoinCell;
+use super::join::Joiner;
 
 pub(crate) use super::phase;
 use super::phase::Phase;
@@ -213,7 +213,7 @@ impl<P: Process> Shared<P> {
         mut process: P,
         method: &str,
         input: P::Input,
-        joiner: Option<Arc<JoinCell<P>>>,
+        joiner: Option<Joiner<P>>,
         local: Option<&mut FreeCache>,
     ) -> Result<&Slot<P>, SpawnError<P>> {
         if self.phase() != phase::RUNNING {
@@ -233,10 +233,14 @@ impl<P: Process> Shared<P> {
                 return Err(SpawnError::Init(process, ProcessError::Panicked(message)));
             }
         }
-        let slot = self
-            .table
-            .insert(process, joiner, local, self.clock.now())
-            .map_err(|(process, _full)| SpawnError::AtCapacity(process))?;
+        let occupant = Occupant::Process(process, joiner);
+        let slot = match self.table.insert(occupant, local, self.clock.now()) {
+            Ok(slot) => slot,
+            Err((Occupant::Process(process, _), _full)) => {
+                return Err(SpawnError::AtCapacity(process))
+            }
+            Err((Occupant::Outside(_), _)) => unreachable!("inserted a process"),
+        };
         // The creator half of the Dekker pair in `phase.rs`: either this
         // sees the shutdown, and we withdraw the process, or shutdown's scan
         // sees the process Ready (and cancels it) and its live count
@@ -244,7 +248,8 @@ impl<P: Process> Shared<P> {
         // report a clean stop and join its workers before we queue a
         // process nobody will run (issue 9, defect 2).
         if !self.phase.admits() {
-            return Err(SpawnError::ShuttingDown(self.withdraw(slot)));
+            let process = self.withdraw(slot).expect("a created process has its body");
+            return Err(SpawnError::ShuttingDown(process));
         }
         Ok(slot)
     }
@@ -253,21 +258,19 @@ impl<P: Process> Shared<P> {
     /// because shutdown began meanwhile: frees its slot and returns it
     /// (initialised). The creator still holds the process (nobody else can
     /// start it: it is in no run queue), so it may take the body.
-    fn withdraw(&self, slot: &Slot<P>) -> P {
+    pub(crate) fn withdraw(&self, slot: &Slot<P>) -> Option<P> {
         // Ready -> Running -> Complete: the only way to Complete, and it
         // makes later notifiers see `Finished`.
         let _ = slot.state.start();
         slot.state.complete();
         // SAFETY: we hold the process (Running, queued nowhere); the
         // reference ends before `withdraw_slot` frees the slot.
-        let process = unsafe { slot.body() }
-            .process
-            .take()
-            .expect("a created process has its body");
+        let process = unsafe { slot.body() }.process.take();
         // SAFETY: as above; no other party holds the body.
         let body = unsafe { slot.body() };
         body.pending.clear();
         drop(body.joiner.take());
+        drop(body.outside.take());
         // Events sent to it meanwhile: shutdown's own cancel is dropped,
         // anything else (a sender that guessed the PID) is reported.
         // SAFETY: we hold the process: the only consumer of its queue.
@@ -359,6 +362,33 @@ impl<P: Process> Shared<P> {
                 Ok(true)
             }
             None => Ok(false),
+        }
+    }
+
+    /// [`Scheduler::terminate`](super::Scheduler::terminate), for it and
+    /// for a dropped outside receiver.
+    pub(crate) fn terminate(&self, pid: Pid) -> Result<(), TerminateError> {
+        let slot = self
+            .table
+            .get(pid.index())
+            .ok_or(TerminateError::NoSuchProcess)?;
+        match slot.state.terminate(pid.generation()) {
+            Notify::Schedule => {
+                slot.stamp(self.clock.now());
+                self.schedule_remote(Task::new(slot));
+                Ok(())
+            }
+            Notify::Nothing => Ok(()),
+            Notify::Finished => Err(TerminateError::Finished),
+            Notify::Stale => {
+                let current = slot.state.load().generation();
+                // Generations only grow (see `LAST_GENERATION`).
+                if current > pid.generation() {
+                    Err(TerminateError::Finished)
+                } else {
+                    Err(TerminateError::NoSuchProcess)
+                }
+            }
         }
     }
 

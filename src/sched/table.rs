@@ -28,7 +28,8 @@ use crate::process::{Event, Pid, Process};
 use crate::sync::{AtomicU32, AtomicU64, AtomicUsize, Ordering, UnsafeCell};
 use core::ptr::NonNull;
 
-use super::join::JoinCell;
+use super::join::Joiner;
+use super::outside::Inbox;
 use super::slab::{FreeList, Pages};
 
 /// An event and the generation of the process it was sent to.
@@ -48,7 +49,18 @@ pub(crate) struct Body<P: Process> {
     /// them first, ahead of the mailbox. Empty (and unallocated) for a
     /// process that drains what it is given.
     pub(crate) carry: Vec<Event<P>>,
-    pub(crate) joiner: Option<std::sync::Arc<JoinCell<P>>>,
+    pub(crate) joiner: Option<Joiner<P>>,
+    /// Set for an outside receiver's slot (`process` is then `None`): the
+    /// worker that runs it moves its messages here (`outside.rs`).
+    pub(crate) outside: Option<std::sync::Arc<Inbox<P::Message>>>,
+}
+
+/// What [`Table::insert`] puts in a slot.
+pub(crate) enum Occupant<P: Process> {
+    /// A process, initialised, and who waits for its outcome.
+    Process(P, Option<Joiner<P>>),
+    /// An outside receiver's inbox.
+    Outside(std::sync::Arc<Inbox<P::Message>>),
 }
 
 /// One process's slot.
@@ -120,6 +132,7 @@ impl<P: Process> Slot<P> {
                 pending: Vec::new(),
                 carry: Vec::new(),
                 joiner: None,
+                outside: None,
             }),
             steps: AtomicU64::new(0),
             changed_at: AtomicU64::new(0),
@@ -356,18 +369,17 @@ impl<P: Process> Table<P> {
         self.pages.page(index, Slot::new)
     }
 
-    /// Takes a free slot and makes it Ready with `process` in it; returns
+    /// Takes a free slot and makes it Ready with `occupant` in it; returns
     /// the slot (its PID is `slot.pid()`). The caller must queue it.
     ///
     /// `local` is the calling worker's cache of freed slots, if any; `now`
     /// the coarse clock, for the slot's stamp.
     pub(crate) fn insert(
         &self,
-        process: P,
-        joiner: Option<std::sync::Arc<JoinCell<P>>>,
+        occupant: Occupant<P>,
         local: Option<&mut FreeCache>,
         now: u64,
-    ) -> Result<&Slot<P>, (P, Full)> {
+    ) -> Result<&Slot<P>, (Occupant<P>, Full)> {
         // Relaxed: a count, not a synchronisation point. Each creator's
         // increment reserves a place, so the limit holds under races.
         let created = self.created.fetch_add(1, Ordering::Relaxed);
@@ -376,7 +388,7 @@ impl<P: Process> Table<P> {
         {
             // Relaxed: gives back the place reserved above.
             self.created.fetch_sub(1, Ordering::Relaxed);
-            return Err((process, Full::AtCapacity));
+            return Err((occupant, Full::AtCapacity));
         }
         let cached = local
             .and_then(|cache| cache.0.pop())
@@ -399,9 +411,14 @@ impl<P: Process> Table<P> {
             // (or is fresh): no one else holds it until `activate` publishes
             // it, and the borrow ends with this block, before that.
             let body = unsafe { slot.body() };
-            body.process = Some(process);
             body.pending.clear();
-            body.joiner = joiner;
+            match occupant {
+                Occupant::Process(process, joiner) => {
+                    body.process = Some(process);
+                    body.joiner = joiner;
+                }
+                Occupant::Outside(inbox) => body.outside = Some(inbox),
+            }
         }
         // Release: as in `stamp` (this store follows the slot's free, which
         // bumped the generation). Both before `activate`, so a dump that
@@ -499,7 +516,7 @@ impl<P: Process> Table<P> {
 
 #[cfg(test)]
 mod tests {
-    use super::Table;
+    use super::{Occupant, Table};
     use crate::process::{Event, NoCommand, Process, StepOutput};
 
     struct Nop;
@@ -529,11 +546,20 @@ mod tests {
     fn freed_slots_are_reused_with_a_new_generation() {
         let table = Table::<Nop>::new(1, Some(2));
         let mut cache = super::FreeCache::default();
-        let a = table.insert(Nop, None, None, 0).ok().expect("room for a");
+        let a = table
+            .insert(Occupant::Process(Nop, None), None, 0)
+            .ok()
+            .expect("room for a");
         let pid_a = a.pid();
-        let b = table.insert(Nop, None, None, 0).ok().expect("room for b");
+        let b = table
+            .insert(Occupant::Process(Nop, None), None, 0)
+            .ok()
+            .expect("room for b");
         assert_ne!(pid_a.index(), b.pid().index());
-        assert!(table.insert(Nop, None, None, 0).is_err(), "limit of 2");
+        assert!(
+            table.insert(Occupant::Process(Nop, None), None, 0).is_err(),
+            "limit of 2"
+        );
         assert_eq!(
             a.state.start(),
             crate::process::state::Start::Step { last: false }
@@ -541,7 +567,7 @@ mod tests {
         a.state.complete();
         table.remove(a, 0, &mut cache);
         let c = table
-            .insert(Nop, None, Some(&mut cache), 0)
+            .insert(Occupant::Process(Nop, None), Some(&mut cache), 0)
             .ok()
             .expect("a's slot is free again");
         assert_eq!(c.pid().index(), pid_a.index());
@@ -557,7 +583,10 @@ mod tests {
         use crate::process::state::{Notify, Wake, LAST_GENERATION};
         let table = Table::<Nop>::new(1, None);
         let mut cache = super::FreeCache::default();
-        let first = table.insert(Nop, None, None, 0).ok().expect("room");
+        let first = table
+            .insert(Occupant::Process(Nop, None), None, 0)
+            .ok()
+            .expect("room");
         let index = first.pid().index();
         let old_pid = first.pid();
         let _ = first.state.start();
@@ -567,7 +596,7 @@ mod tests {
         // Reuse the slot until it reaches its last generation.
         for expected in [LAST_GENERATION - 2, LAST_GENERATION - 1] {
             let slot = table
-                .insert(Nop, None, Some(&mut cache), 0)
+                .insert(Occupant::Process(Nop, None), Some(&mut cache), 0)
                 .ok()
                 .expect("room");
             assert_eq!(slot.pid().index(), index, "the worker reuses its slot");
@@ -578,7 +607,7 @@ mod tests {
         }
         assert_eq!(table.retired(), 1);
         let next = table
-            .insert(Nop, None, Some(&mut cache), 0)
+            .insert(Occupant::Process(Nop, None), Some(&mut cache), 0)
             .ok()
             .expect("room");
         assert_ne!(next.pid().index(), index, "a retired slot is not reused");

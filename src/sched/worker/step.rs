@@ -68,6 +68,10 @@ impl<P: Process> Local<P> {
     fn step(&mut self, task: Task<P>, last: bool, begun: Begun<'_>) {
         let slot = task.slot();
         let pid = begun.pid;
+        // SAFETY: we hold the process; the borrow ends with the statement.
+        if unsafe { slot.body() }.outside.is_some() {
+            return self.forward(task, last);
+        }
         let (outcome, status, more) = {
             // SAFETY: we hold the process (Running, from `run_task`'s
             // `start`); the borrow ends with this block, before `end_step`
@@ -156,6 +160,51 @@ impl<P: Process> Local<P> {
                 };
                 self.close(slot, Err(why), true);
             }
+        }
+    }
+
+    /// Runs an outside receiver's slot (`outside.rs`): moves its messages
+    /// into its inbox and parks it again, or ends it on a cancel.
+    fn forward(&mut self, task: Task<P>, last: bool) {
+        let slot = task.slot();
+        let pid = slot.pid();
+        let (end, more) = {
+            // SAFETY: we hold the slot (Running); the borrow ends with this
+            // block, before `end_step` or `close`.
+            let body = unsafe { slot.body() };
+            self.collect_events(slot, body, pid);
+            let mut end = last;
+            let messages = self.events.drain(..).filter_map(|event| match event {
+                Event::Message(message) => Some(message),
+                // Shutdown's cancel (a terminate comes as `last`).
+                Event::Cancel(_) => {
+                    end = true;
+                    None
+                }
+                // A receiver yields no command, so no completion is pending
+                // and `collect_events` reported any as unknown.
+                Event::Completion { .. } => None,
+            });
+            let inbox = body.outside.as_ref().expect("a receiver has its inbox");
+            inbox.push_all(messages);
+            (end, !body.carry.is_empty())
+        };
+        slot.count_step();
+        self.counters().steps.add(1);
+        if end {
+            let why = if self.shared.phase() >= phase::STOPPING {
+                ProcessError::Shutdown
+            } else {
+                ProcessError::Terminated
+            };
+            return self.close(slot, Err(why), true);
+        }
+        let park = if more { Park::Continue } else { Park::Idle };
+        slot.stamp(self.shared.clock.now());
+        match slot.state.end_step(park) {
+            AfterStep::Requeue => self.yielded.push_back(task),
+            AfterStep::Parked => {}
+            AfterStep::Close => self.close(slot, Err(ProcessError::Terminated), true),
         }
     }
 
@@ -328,7 +377,7 @@ impl<P: Process> Local<P> {
     fn close(&mut self, slot: &Slot<P>, mut outcome: Outcome<P>, after_step: bool) {
         let pid = slot.pid();
         slot.state.complete();
-        let (process, joiner, carried) = {
+        let (process, joiner, carried, outside) = {
             // SAFETY: we still hold the process (Complete, not yet freed);
             // the borrow ends with this block, before `remove`.
             let body = unsafe { slot.body() };
@@ -337,6 +386,7 @@ impl<P: Process> Local<P> {
                 body.process.take(),
                 body.joiner.take(),
                 core::mem::take(&mut body.carry),
+                body.outside.take(),
             )
         };
         // Events the last step left or was not given: reported like those
@@ -384,9 +434,13 @@ impl<P: Process> Local<P> {
                 ring.record(Kind::Complete, pid.into_raw(), 0);
             }
         }
-        self.shared.hooks.complete(pid, &outcome);
+        match outside {
+            // A receiver: nothing more will come; no `on_complete`.
+            Some(inbox) => inbox.close(),
+            None => self.shared.hooks.complete(pid, &outcome),
+        }
         if let Some(joiner) = joiner {
-            joiner.set(outcome);
+            joiner.set(pid, outcome);
         }
     }
 }

@@ -1,0 +1,421 @@
+//! Outside receivers: a [`Pid`] for a thread (or an async task) that is not
+//! a process, so that processes reply to it with the same `send` they use
+//! between themselves; and [`Scheduler::call`], a request and its reply.
+//!
+//! A receiver occupies a slot of the process table like a process, with an
+//! inbox instead of a process in its body. Messages reach it the way they
+//! reach any process: pushed into the slot's mailbox, which wakes it (Idle
+//! to Ready) through its state word; the worker that takes it does not step
+//! anything but moves the messages into the inbox and parks it again. So
+//! every guarantee of delivery holds unchanged (generations, the wake
+//! protocol, events sent as it ends reported through `on_undelivered`),
+//! with no new concurrency protocol: the inbox is a mutex-protected queue
+//! with a condition variable and a [`Waker`], taken once per forwarding
+//! step and once per receive. The price is a hop through a worker
+//! (a forwarding step, tens of nanoseconds once the worker is awake).
+//!
+//! A receiver counts as a live process ([`Scheduler::live`],
+//! [`Scheduler::processes`], `max_processes`). Dropping it ends it like
+//! [`Scheduler::terminate`]: messages still in its mailbox then go to
+//! `on_undelivered`, those already in its inbox are dropped with it, and
+//! later sends are refused ([`SendError::Finished`]). Shutdown ends every
+//! receiver; a `recv` then returns what was forwarded, then
+//! [`RecvError`]. `on_complete` is not called for receivers.
+
+use super::error::{SendError, SpawnRefused};
+use super::shared::{phase, Shared};
+use super::table::{Occupant, Task};
+use super::Scheduler;
+use crate::process::state::{AfterStep, Park};
+use crate::process::{Pid, Process};
+use crate::sync::{Arc, Condvar, Mutex, MutexGuard};
+use core::fmt;
+use core::future::Future;
+use core::pin::Pin;
+use core::task::{Context, Poll, Waker};
+use std::collections::VecDeque;
+use std::sync::mpsc::{RecvError, RecvTimeoutError, TryRecvError};
+use std::time::{Duration, Instant};
+
+/// Where the forwarding worker leaves a receiver's messages.
+pub(crate) struct Inbox<M> {
+    state: Mutex<InboxState<M>>,
+    ready: Condvar,
+}
+
+struct InboxState<M> {
+    queue: VecDeque<M>,
+    /// The receiver's slot was closed: nothing more will come.
+    closed: bool,
+    waker: Option<Waker>,
+}
+
+impl<M> Inbox<M> {
+    fn new() -> Self {
+        Inbox {
+            state: Mutex::new(InboxState {
+                queue: VecDeque::new(),
+                closed: false,
+                waker: None,
+            }),
+            ready: Condvar::new(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, InboxState<M>> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Appends `messages` and wakes the receiver. Called by the worker that
+    /// holds the receiver's slot (Running), so calls never overlap.
+    pub(crate) fn push_all(&self, messages: impl Iterator<Item = M>) {
+        let waker = {
+            let mut state = self.lock();
+            let before = state.queue.len();
+            state.queue.extend(messages);
+            if state.queue.len() == before {
+                return;
+            }
+            state.waker.take()
+        };
+        self.ready.notify_one();
+        if let Some(waker) = waker {
+            waker.wake();
+        }
+    }
+
+    /// Nothing more will come: wakes the receiver to find out.
+    pub(crate) fn close(&self) {
+        let waker = {
+            let mut state = self.lock();
+            state.closed = true;
+            state.waker.take()
+        };
+        self.ready.notify_all();
+        if let Some(waker) = waker {
+            waker.wake();
+        }
+    }
+}
+
+/// The receiving end of an outside mailbox, made by
+/// [`Scheduler::mailbox`]: its [`pid`](Receiver::pid) is a PID like a
+/// process's, so processes (and other threads) send to it with the same
+/// `send`; it receives those messages in each sender's order, blocking
+/// ([`recv`](Receiver::recv), [`recv_timeout`](Receiver::recv_timeout)),
+/// without waiting ([`try_recv`](Receiver::try_recv)) or as a future
+/// ([`recv_async`](Receiver::recv_async), with `std::task` wakers only).
+///
+/// A receiver occupies a process slot (it counts in
+/// [`Scheduler::live`], [`Scheduler::processes`] and `max_processes`).
+/// Messages reach it as they reach a process, and a worker moves them into
+/// the receiver's queue: a hop of tens of nanoseconds once the worker is
+/// awake. Dropping it ends it like [`Scheduler::terminate`]: what is still
+/// in its mailbox goes to `on_undelivered`, what is in its queue is dropped
+/// with it, and later sends are refused with [`SendError::Finished`].
+/// Shutdown ends every receiver: `recv` then returns what was forwarded,
+/// then [`RecvError`]. `on_complete` is not called for receivers.
+///
+/// ```
+/// use stepsched::process::{Event, NoCommand, Pid, Process, StepOutput};
+/// use stepsched::sched::Scheduler;
+///
+/// /// Replies to `(from, n)` with `(its pid, 2n)` and ends.
+/// struct Doubler;
+/// impl Process for Doubler {
+///     type Input = ();
+///     type Message = (Pid, u64);
+///     type Command = NoCommand;
+///     type Reply = ();
+///     type Output = ();
+///     type Error = ();
+///     fn init(&mut self, _: &str, _: ()) -> Result<(), ()> { Ok(()) }
+///     fn step(&mut self, events: &mut Vec<Event<Self>>, out: &mut StepOutput<'_, Self>)
+///         -> Result<(), ()>
+///     {
+///         if let Some(Event::Message((from, n))) = events.pop() {
+///             out.send(from, (out.pid(), 2 * n));
+///             out.done(());
+///         } else {
+///             out.set_status(stepsched::process::Status::Idle);
+///         }
+///         Ok(())
+///     }
+/// }
+///
+/// let scheduler = Scheduler::builder().workers(2).build()?;
+/// let inbox = scheduler.mailbox().unwrap();
+/// let doubler = scheduler.submit(Doubler, "", ()).unwrap();
+/// scheduler.send(doubler, (inbox.pid(), 21)).unwrap();
+/// assert_eq!(inbox.recv(), Ok((doubler, 42)));
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub struct Receiver<P: Process> {
+    pid: Pid,
+    inbox: Arc<Inbox<P::Message>>,
+    shared: std::sync::Arc<Shared<P>>,
+}
+
+impl<P: Process> Receiver<P> {
+    /// The PID to send to.
+    pub fn pid(&self) -> Pid {
+        self.pid
+    }
+
+    /// The next message, waiting for one; [`RecvError`] once the receiver
+    /// has been closed by shutdown and everything forwarded was received.
+    pub fn recv(&self) -> Result<P::Message, RecvError> {
+        let mut state = self.inbox.lock();
+        loop {
+            if let Some(message) = state.queue.pop_front() {
+                return Ok(message);
+            }
+            if state.closed {
+                return Err(RecvError);
+            }
+            state = self
+                .inbox
+                .ready
+                .wait(state)
+                .unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// The next message if one has arrived.
+    ///
+    /// # Errors
+    ///
+    /// [`TryRecvError::Empty`] if none has; [`TryRecvError::Disconnected`]
+    /// once closed by shutdown and drained.
+    pub fn try_recv(&self) -> Result<P::Message, TryRecvError> {
+        let mut state = self.inbox.lock();
+        match state.queue.pop_front() {
+            Some(message) => Ok(message),
+            None if state.closed => Err(TryRecvError::Disconnected),
+            None => Err(TryRecvError::Empty),
+        }
+    }
+
+    /// As [`recv`](Receiver::recv), waiting at most `timeout`.
+    ///
+    /// # Errors
+    ///
+    /// [`RecvTimeoutError::Timeout`] if nothing came in time;
+    /// [`RecvTimeoutError::Disconnected`] once closed by shutdown and
+    /// drained.
+    pub fn recv_timeout(&self, timeout: Duration) -> Result<P::Message, RecvTimeoutError> {
+        let deadline = Instant::now() + timeout;
+        let mut state = self.inbox.lock();
+        loop {
+            if let Some(message) = state.queue.pop_front() {
+                return Ok(message);
+            }
+            if state.closed {
+                return Err(RecvTimeoutError::Disconnected);
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(RecvTimeoutError::Timeout);
+            }
+            state = self
+                .inbox
+                .ready
+                .wait_timeout(state, deadline - now)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+
+    /// Polls for the next message: `Ready(Ok(..))` with one,
+    /// `Ready(Err(RecvError))` once closed and drained, else `Pending` with
+    /// the task's waker registered (replacing an earlier poll's).
+    pub fn poll_recv(&self, cx: &mut Context<'_>) -> Poll<Result<P::Message, RecvError>> {
+        let mut state = self.inbox.lock();
+        if let Some(message) = state.queue.pop_front() {
+            return Poll::Ready(Ok(message));
+        }
+        if state.closed {
+            return Poll::Ready(Err(RecvError));
+        }
+        match &state.waker {
+            Some(waker) if waker.will_wake(cx.waker()) => {}
+            _ => state.waker = Some(cx.waker().clone()),
+        }
+        Poll::Pending
+    }
+
+    /// A future of the next message, as [`poll_recv`](Receiver::poll_recv)
+    /// polls. Only one task should wait on a receiver at a time: the last
+    /// to poll is the one woken.
+    pub fn recv_async(&self) -> Recv<'_, P> {
+        Recv { receiver: self }
+    }
+}
+
+impl<P: Process> Drop for Receiver<P> {
+    fn drop(&mut self) {
+        // Ends the receiver's slot; an error means it already ended
+        // (shutdown), which is what we want.
+        let _ = self.shared.terminate(self.pid);
+    }
+}
+
+impl<P: Process> fmt::Debug for Receiver<P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Receiver")
+            .field("pid", &self.pid)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The future of [`Receiver::recv_async`].
+#[must_use = "futures do nothing unless polled"]
+pub struct Recv<'a, P: Process> {
+    receiver: &'a Receiver<P>,
+}
+
+impl<P: Process> Future for Recv<'_, P> {
+    type Output = Result<P::Message, RecvError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.receiver.poll_recv(cx)
+    }
+}
+
+impl<P: Process> fmt::Debug for Recv<'_, P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Recv")
+            .field("receiver", &self.receiver)
+            .finish()
+    }
+}
+
+/// Why [`Scheduler::call`] has no reply.
+#[derive(Clone, PartialEq, Eq)]
+pub enum CallError<M> {
+    /// No receiver could be made for the reply (the scheduler is shutting
+    /// down or at its process limit).
+    Refused(SpawnRefused),
+    /// The request was refused; it is handed back.
+    Send(SendError<M>),
+    /// No reply came within the timeout. A reply that comes later is
+    /// reported through `on_undelivered`.
+    TimedOut,
+    /// The scheduler shut down before a reply came.
+    ShutDown,
+}
+
+impl<M> fmt::Debug for CallError<M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CallError::Refused(why) => f.debug_tuple("Refused").field(why).finish(),
+            CallError::Send(error) => f.debug_tuple("Send").field(error).finish(),
+            CallError::TimedOut => f.write_str("TimedOut"),
+            CallError::ShutDown => f.write_str("ShutDown"),
+        }
+    }
+}
+
+impl<M> fmt::Display for CallError<M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CallError::Refused(why) => write!(f, "no receiver for the reply: {why}"),
+            CallError::Send(error) => write!(f, "request not sent: {error}"),
+            CallError::TimedOut => f.write_str("no reply within the timeout"),
+            CallError::ShutDown => f.write_str("the scheduler shut down before the reply"),
+        }
+    }
+}
+
+impl<M> std::error::Error for CallError<M> {}
+
+impl<P: Process> Scheduler<P> {
+    /// A receiver with its own PID, for a thread or task that is not a
+    /// process to receive messages (see [`Receiver`]).
+    ///
+    /// # Errors
+    ///
+    /// [`SpawnRefused`] if the scheduler is shutting down or at its process
+    /// limit (a receiver takes a process slot).
+    pub fn mailbox(&self) -> Result<Receiver<P>, SpawnRefused> {
+        let shared = &self.shared;
+        if shared.phase() != phase::RUNNING {
+            return Err(SpawnRefused::ShuttingDown);
+        }
+        let inbox = Arc::new(Inbox::new());
+        let occupant = Occupant::Outside(Arc::clone(&inbox));
+        let slot = shared
+            .table
+            .insert(occupant, None, shared.clock.now())
+            .map_err(|_| SpawnRefused::AtCapacity)?;
+        // The creator half of the Dekker pair in `phase.rs`, as in
+        // `Shared::create`: a shutdown that began meanwhile either is seen
+        // here, or sees the receiver Ready and cancels it.
+        if !shared.phase.admits() {
+            shared.withdraw(slot);
+            return Err(SpawnRefused::ShuttingDown);
+        }
+        let pid = slot.pid();
+        // We hold the new slot (Ready, queued nowhere), as a creator does:
+        // instead of queueing it for a first step that would find nothing,
+        // we make that step ourselves. If anything reached it meanwhile (a
+        // sender that guessed the PID, a terminate, shutdown's cancel), the
+        // transition says so and a worker takes it from there.
+        let _ = slot.state.start();
+        match slot.state.end_step(Park::Idle) {
+            AfterStep::Parked => {}
+            AfterStep::Requeue | AfterStep::Close => shared.schedule_remote(Task::new(slot)),
+        }
+        Ok(Receiver {
+            pid,
+            inbox,
+            shared: std::sync::Arc::clone(shared),
+        })
+    }
+
+    /// Sends the request that `request` makes of a fresh receiver's PID to
+    /// `to`, and waits at most `timeout` for the first message sent back to
+    /// that PID: a request and its reply, from a thread that is not a
+    /// process. `to` replies with a plain `send` to the PID in the request.
+    ///
+    /// ```
+    /// # use stepsched::process::{Event, NoCommand, Pid, Process, StepOutput, Status};
+    /// # struct Doubler;
+    /// # impl Process for Doubler {
+    /// #     type Input = (); type Message = (Pid, u64); type Command = NoCommand;
+    /// #     type Reply = (); type Output = (); type Error = ();
+    /// #     fn init(&mut self, _: &str, _: ()) -> Result<(), ()> { Ok(()) }
+    /// #     fn step(&mut self, events: &mut Vec<Event<Self>>, out: &mut StepOutput<'_, Self>) -> Result<(), ()> {
+    /// #         for e in events.drain(..) { if let Event::Message((from, n)) = e { out.send(from, (out.pid(), 2 * n)); } }
+    /// #         out.set_status(Status::Idle); Ok(())
+    /// #     }
+    /// # }
+    /// use std::time::Duration;
+    /// use stepsched::sched::Scheduler;
+    ///
+    /// let scheduler = Scheduler::builder().workers(2).build()?;
+    /// let doubler = scheduler.submit(Doubler, "", ()).unwrap();
+    /// let reply = scheduler.call(doubler, |me| (me, 21), Duration::from_secs(5));
+    /// assert_eq!(reply, Ok((doubler, 42)));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// See [`CallError`]: the request handed back if it was refused, or
+    /// no reply in time.
+    pub fn call(
+        &self,
+        to: Pid,
+        request: impl FnOnce(Pid) -> P::Message,
+        timeout: Duration,
+    ) -> Result<P::Message, CallError<P::Message>> {
+        let receiver = self.mailbox().map_err(CallError::Refused)?;
+        self.send(to, request(receiver.pid()))
+            .map_err(CallError::Send)?;
+        receiver.recv_timeout(timeout).map_err(|e| match e {
+            RecvTimeoutError::Timeout => CallError::TimedOut,
+            RecvTimeoutError::Disconnected => CallError::ShutDown,
+        })
+    }
+}
