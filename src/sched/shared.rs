@@ -362,8 +362,8 @@ impl<P: Process> Shared<P> {
 
     /// Queues a Ready process from outside the workers.
     pub(crate) fn schedule_remote(&self, task: Task<P>) {
-        // Relaxed: an affinity hint; any worker may take it from there.
-        let worker = task.slot().last_worker.load(Ordering::Relaxed) % self.remotes.len();
+        // An affinity hint (a Relaxed load); any worker may take it from there.
+        let worker = task.slot().figures.last_worker_hint() % self.remotes.len();
         self.remotes[worker].inject.push(task);
         self.idle.notify_one();
     }
