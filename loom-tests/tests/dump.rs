@@ -20,8 +20,10 @@
 //! *milestone* of the writer: the writer counts the milestones it passed in
 //! a `Gate` (Relaxed stores), and the reader spins (Relaxed loads,
 //! `yield_now`) until the chosen one before it reads. Relaxed on both sides,
-//! the gate adds no happens-before edge: it only decides where the read
-//! starts, not what it may see.
+//! the gate adds no happens-before edge: it moves where the read starts, not
+//! what its loads may return (but for loom's own rule that makes spins
+//! progress: after a `yield_now`, a load does not return again a store the
+//! thread saw before it if a newer one exists).
 //!
 //! Run (a few seconds in release, at 3 preemptions):
 //!
@@ -113,8 +115,9 @@ impl Gate {
 /// 2 (generation 1, stamp 2000), sends it one event (its `count_push`), and
 /// runs its first step on worker 2 (stamps 2001, 2002; it parks Idle),
 /// while the dump reads the slot once: from the start, or once the writer
-/// has freed the slot, created incarnation 2, begun or ended its step. Every figure names its incarnation:
-/// a generation-0 entry must be exactly incarnation 1's running second step
+/// has passed milestone 1 to 4 (freed the slot, created incarnation 2,
+/// begun or ended its step). Every figure names its incarnation: a
+/// generation-0 entry must be exactly incarnation 1's running second step
 /// (2 steps, worker 1, stamp 1003, no event queued); a generation-1 entry
 /// must hold only incarnation 2's values (at most 1 step, worker 2 once
 /// reported, a stamp from 2000 on, at most 1 event).
@@ -129,12 +132,13 @@ impl Gate {
 /// - in `src/sched/figures.rs`, `Entry::read`'s `steps`, `last_worker` and
 ///   `changed_at` loads (Acquire->Relaxed), and their partners
 ///   `Figures::reset::steps.store`, `Figures::count_step::steps.store`,
-///   `Figures::ran_on::last_worker.store` and `Figures::stamp::changed_at.store`
-///   (Release->Relaxed): the dump reads a figure of incarnation 2 (a reset
-///   0 steps, 1 step, worker 2, stamp 2000 on) and its re-read of the
-///   state word still returns generation 0, so the entry is kept;
-///   `count_step`'s also by a generation-1 entry that reads 1 step but
-///   worker 1 (the step's count no longer carries its `ran_on`);
+///   `Figures::ran_on::last_worker.store` and
+///   `Figures::stamp::changed_at.store` (Release->Relaxed): the dump reads
+///   a figure of incarnation 2 (a reset 0 steps, 1 step, worker 2, stamp
+///   2000 on) and its re-read of the state word still returns generation
+///   0, so the entry is kept; `count_step`'s also (from milestone 2 on) by
+///   a generation-1 entry that reads 1 step but worker 1 (the step's count
+///   no longer carries its `ran_on`);
 /// - `QueueCounts::count_push::pushed.fetch_add#0:Release->Relaxed` and
 ///   `QueueCounts::queued::pushed.load#0:Acquire->Relaxed`: a
 ///   generation-0 entry counts the event sent to incarnation 2.

@@ -23,11 +23,11 @@
 //! is the running worker's alone, so another thread cannot even ask whether
 //! it is empty without racing the consumer that frees its nodes). If the
 //! builder asked for it (`Builder::count_queued_events`; off by default),
-//! the one delivery path counts each event just before pushing it (an atomic RMW
-//! per event, on the slot the push and the state-word notify already
-//! write), and the worker counts the events it drained once per step (a
-//! load and a store, no RMW). See `QueueCounts::queued` in `figures.rs` for why
-//! the figure never underflows. The counters are never reset: an event that
+//! the one delivery path counts each event just before pushing it (an
+//! atomic RMW per event, on the slot the push and the state-word notify
+//! already write), and the worker counts the events it drained once per
+//! step (a load and a store, no RMW). See `QueueCounts::queued` in
+//! `figures.rs` for why the figure never underflows. The counters are never reset: an event that
 //! lands after its process ended stays counted until whoever next holds
 //! the slot drains (and reports) it, which is exactly what the mailbox
 //! holds.

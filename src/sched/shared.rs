@@ -321,7 +321,7 @@ impl<P: Process> Shared<P> {
             event,
         };
         // Counted before the push, so that no pop can come before its count
-        // (the process dump's queued figure; see `Slot::queued`). Only if
+        // (the process dump's queued figure; see `QueueCounts::queued` in `figures.rs`). Only if
         // asked for: it is an RMW per event.
         if self.config.count_queued {
             slot.count_push();
