@@ -58,8 +58,9 @@
 use crate::process::state::{Lifecycle, Snapshot, StateWord};
 use crate::sync::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
-/// A slot's step count, last worker and stamp. `repr(C)`, in this order,
-/// as the fields of the slot it replaced (see `Slot`'s layout note).
+/// A slot's step count, last worker and stamp. `repr(C)`: the three keep
+/// the order and place they had as `Slot`'s own fields (after the state
+/// word; see `Slot`'s layout note).
 #[repr(C)]
 #[derive(Debug)]
 pub struct Figures {
