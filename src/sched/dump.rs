@@ -8,36 +8,34 @@
 //! to the worker running it. The price is that an entry is not one instant:
 //! its fields are read one after the other while the process moves on.
 //!
-//! An entry never mixes two processes of one slot. Every field is stored
-//! with Release by whoever changes it, after (in happens-before) the free
-//! that bumped the slot's generation, and loaded here with Acquire; so if a
-//! load returns a value of a newer process, that free happens before the
-//! second load of the state word, which then shows the new generation, and
-//! the entry is dropped. Values of an older process cannot appear: a new
-//! process's step count and stamp are reset before `activate` publishes it,
-//! so the first (Acquire) load of the state word, which sees the new
-//! process, also sees those resets; its last worker is reported only once it
-//! has run (a step counted, or Running: `run_task` stores it before its
-//! `start` CAS).
+//! An entry never mixes two processes of one slot (the *incarnation
+//! rule*): the state word is read before and after the figures, and an
+//! entry whose generation changed in between is dropped; every figure is
+//! stored with Release by whoever changes it and loaded with Acquire, so a
+//! figure of a later process brings its slot's generation bump with it, and
+//! a new process's figures are reset before `activate` publishes it. The
+//! read and the writers' stores are in `figures.rs` (`Entry::read`, with the
+//! argument), built under loom too: `loom-tests/tests/dump.rs` models a
+//! slot's reuse against the read.
 //!
 //! Queued events come from two counters per slot rather than from the
 //! [`Mailbox`](crate::mpsc::Mailbox), which has no length (its consumer side
 //! is the running worker's alone, so another thread cannot even ask whether
 //! it is empty without racing the consumer that frees its nodes). If the
 //! builder asked for it (`Builder::count_queued_events`; off by default),
-//! the one delivery path counts each event just before pushing it (an atomic RMW
-//! per event, on the slot the push and the state-word notify already
-//! write), and the worker counts the events it drained once per step (a
-//! load and a store, no RMW). See `Slot::queued` in `table.rs` for why the
-//! figure never underflows. The counters are never reset: an event that
+//! the one delivery path counts each event just before pushing it (an
+//! atomic RMW per event, on the slot the push and the state-word notify
+//! already write), and the worker counts the events it drained once per
+//! step (a load and a store, no RMW). See `QueueCounts::queued` in
+//! `figures.rs` for why the figure never underflows. The counters are never reset: an event that
 //! lands after its process ended stays counted until whoever next holds
 //! the slot drains (and reports) it, which is exactly what the mailbox
 //! holds.
 
+use super::figures::Entry;
 use super::scheduler::Scheduler;
 use crate::process::state::Lifecycle;
 use crate::process::{Pid, Process};
-use crate::sync::Ordering;
 use std::time::Duration;
 
 /// One live process, as seen by [`Scheduler::processes`].
@@ -112,29 +110,18 @@ impl<P: Process> Scheduler<P> {
         let workers = shared.remotes.len();
         let mut dump = Vec::with_capacity(shared.table.live());
         for slot in shared.table.slots() {
-            let before = slot.state.load();
-            if matches!(before.lifecycle(), Lifecycle::Free | Lifecycle::Complete) {
+            let counts = shared.config.count_queued.then_some(&slot.counts);
+            // The incarnation rule is in `Entry::read` (`figures.rs`).
+            let Some(entry) = Entry::read(&slot.state, &slot.figures, counts) else {
                 continue;
-            }
-            // Acquire: pairs with the Release stores in `Slot::count_step`,
-            // the worker's `run_task` and `Slot::stamp` (module docs).
-            let steps = slot.steps.load(Ordering::Acquire);
-            let worker = slot.last_worker.load(Ordering::Acquire);
-            let changed_at = slot.changed_at.load(Ordering::Acquire);
-            // Acquire loads inside (see `Slot::queued`).
-            let queued = shared.config.count_queued.then(|| slot.queued());
-            let after = slot.state.load();
-            if after.generation() != before.generation() {
-                continue; // it ended while we read: do not mix incarnations
-            }
+            };
             dump.push(ProcessInfo {
-                pid: Pid::new(slot.index(), before.generation()),
-                state: before.lifecycle(),
-                steps,
-                last_worker: (steps > 0 || before.lifecycle() == Lifecycle::Running)
-                    .then_some(worker % workers),
-                since_change: Duration::from_millis(now.saturating_sub(changed_at)),
-                queued,
+                pid: Pid::new(slot.index(), entry.state.generation()),
+                state: entry.state.lifecycle(),
+                steps: entry.steps,
+                last_worker: entry.last_worker.map(|worker| worker % workers),
+                since_change: Duration::from_millis(now.saturating_sub(entry.changed_at)),
+                queued: entry.queued,
             });
         }
         dump

@@ -326,7 +326,7 @@ impl<P: Process> Shared<P> {
             event,
         };
         // Counted before the push, so that no pop can come before its count
-        // (the process dump's queued figure; see `Slot::queued`). Only if
+        // (the process dump's queued figure; see `QueueCounts::queued` in `figures.rs`). Only if
         // asked for: it is an RMW per event.
         if self.config.count_queued {
             slot.count_push();
@@ -394,8 +394,8 @@ impl<P: Process> Shared<P> {
 
     /// Queues a Ready process from outside the workers.
     pub(crate) fn schedule_remote(&self, task: Task<P>) {
-        // Relaxed: an affinity hint; any worker may take it from there.
-        let worker = task.slot().last_worker.load(Ordering::Relaxed) % self.remotes.len();
+        // An affinity hint (a Relaxed load); any worker may take it from there.
+        let worker = task.slot().figures.last_worker_hint() % self.remotes.len();
         self.remotes[worker].inject.push(task);
         self.idle.notify_one();
     }

@@ -25,9 +25,10 @@ use crate::mpsc::Mailbox;
 use crate::padded::CachePadded;
 use crate::process::state::{StateWord, LAST_GENERATION};
 use crate::process::{Event, Pid, Process};
-use crate::sync::{AtomicU32, AtomicU64, AtomicUsize, Ordering, UnsafeCell};
+use crate::sync::{AtomicU32, AtomicU64, Ordering, UnsafeCell};
 use core::ptr::NonNull;
 
+use super::figures::{Figures, QueueCounts};
 use super::join::Joiner;
 use super::outside::Inbox;
 use super::slab::{FreeList, Pages};
@@ -66,8 +67,8 @@ pub(crate) enum Occupant<P: Process> {
 /// One process's slot.
 ///
 /// `repr(C)`, so that the fields every delivery writes come first, in 32
-/// bytes: the mailbox's `head` (swapped by the push), `pushed` (its count)
-/// and the state word (loaded, then CASed by the notify when it wakes the
+/// bytes: the mailbox's `head` (swapped by the push), `counts.pushed` (its
+/// count) and the state word (loaded, then CASed by the notify when it wakes the
 /// process). With the default layout rustc put `pushed` 88 bytes after
 /// `head`, on another cache line. Slots are not line-aligned (a page is an
 /// array of them), so the three share a line unless the slot starts in the
@@ -77,33 +78,13 @@ pub(crate) struct Slot<P: Process> {
     /// Events for the process. Any thread pushes; the worker holding the
     /// process pops (the Running state serialises consumers).
     pub(crate) events: Mailbox<Envelope<P>>,
-    /// Events ever pushed into `events`, wrapping: bumped (one RMW) by
-    /// [`Shared::deliver`](super::shared::Shared::deliver), the only pusher,
-    /// just before its push. With `drained`, it gives the process dump its
-    /// queued-events figure ([`Slot::queued`]). Neither counter is reset
-    /// when the slot is reused: events that reach the mailbox after their
-    /// process ended stay in it, counted, until the next holder drains
-    /// them, so a reset would let the counts disagree with the mailbox.
-    pushed: AtomicU32,
-    /// Events ever taken out of `events`, wrapping: stored (a load and a
-    /// Release store, not an RMW) by the holder of the process once per
-    /// drain, in [`Slot::count_drained`].
-    drained: AtomicU32,
+    /// The queued-events counters (`pushed` first, beside the mailbox's
+    /// head), for the process dump; see `figures.rs`.
+    pub(crate) counts: QueueCounts,
     pub(crate) state: StateWord,
-    /// Steps the process has run. Written (a load and a Release store, not
-    /// an RMW) only by the worker holding the process, whose hold the state
-    /// word's CASes order after the previous holder's; read (Acquire) by
-    /// [`Scheduler::processes`](super::Scheduler::processes).
-    pub(crate) steps: AtomicU64,
-    /// The [`CoarseClock`](super::clock::CoarseClock) value at the last
-    /// lifecycle transition, stored (Release) by the party that made it:
-    /// the creator, the worker at start and end of a step, the notifier or
-    /// terminator that made it Ready. Read (Acquire) by `processes` only.
-    pub(crate) changed_at: AtomicU64,
-    /// The worker that last ran the process: where remote wakeups send it
-    /// (a hint: Relaxed loads), and what the process dump reports (Release
-    /// store by the worker, Acquire load by the dump; see `dump.rs`).
-    pub(crate) last_worker: AtomicUsize,
+    /// Step count, last worker and stamp, for the process dump (and the
+    /// last worker as a hint for remote wakeups); see `figures.rs`.
+    pub(crate) figures: Figures,
     /// Next free slot index + 1 (0: none); meaningful only while free.
     next_free: AtomicU32,
     index: u32,
@@ -125,8 +106,7 @@ impl<P: Process> Slot<P> {
         Slot {
             state: StateWord::new(),
             events: Mailbox::new(),
-            pushed: AtomicU32::new(0),
-            drained: AtomicU32::new(0),
+            counts: QueueCounts::new(),
             body: UnsafeCell::new(Body {
                 process: None,
                 pending: Vec::new(),
@@ -134,9 +114,7 @@ impl<P: Process> Slot<P> {
                 joiner: None,
                 outside: None,
             }),
-            steps: AtomicU64::new(0),
-            changed_at: AtomicU64::new(0),
-            last_worker: AtomicUsize::new(0),
+            figures: Figures::new(),
             next_free: AtomicU32::new(0),
             index,
         }
@@ -181,81 +159,31 @@ impl<P: Process> Slot<P> {
     }
 
     /// Records a lifecycle transition at `now` (coarse clock). By the party
-    /// that made the transition.
+    /// that made the transition. ([`Figures::stamp`].)
     #[inline]
     pub(crate) fn stamp(&self, now: u64) {
-        // Release: pairs with the Acquire load in `Scheduler::processes`: a
-        // dump that reads a stamp of a later incarnation of this slot then
-        // sees its generation bump when it re-reads the state word (and
-        // drops the entry). A plain `mov` on x86_64.
-        self.changed_at.store(now, Ordering::Release);
+        self.figures.stamp(now);
     }
 
     /// Counts a step. Only the worker holding the process calls this.
+    /// ([`Figures::count_step`].)
     #[inline]
     pub(crate) fn count_step(&self) {
-        // Relaxed load: one writer at a time, and successive holders are
-        // ordered by the state word's AcqRel CASes (start after the previous
-        // end_step), so this reads our own process's last count.
-        let steps = self.steps.load(Ordering::Relaxed);
-        // Release: as in `stamp`, for the dump.
-        self.steps.store(steps + 1, Ordering::Release);
+        self.figures.count_step();
     }
 
     /// Counts an event about to be pushed into `events`. Called by
-    /// `Shared::deliver` only, before the push: an event is counted before
-    /// any consumer can pop it.
+    /// `Shared::deliver` only, before the push. ([`QueueCounts::count_push`].)
     #[inline]
     pub(crate) fn count_push(&self) {
-        // Release: pairs with the Acquire load in `queued`: a dump that
-        // counts a push made for a later incarnation of this slot (whose
-        // sender read the new generation before this RMW) then sees that
-        // generation when it re-reads the state word, and drops the entry
-        // (the rule in `dump.rs`). The count itself needs no ordering: the
-        // push that follows in program order publishes the event, and with
-        // it this increment, to the consumer (see `queued`).
-        self.pushed.fetch_add(1, Ordering::Release);
+        self.counts.count_push();
     }
 
-    /// Records that the caller took `n` events out of `events`. Only the
-    /// party holding the process calls it (the worker running or closing
-    /// it, or `report_stranded` after the workers exited), once per drain,
-    /// after its pops.
+    /// Records that the caller, holding the process, took `n` events out of
+    /// `events`, once per drain. ([`QueueCounts::count_drained`].)
     #[inline]
     pub(crate) fn count_drained(&self, n: u32) {
-        if n == 0 {
-            return;
-        }
-        // Relaxed load: one writer at a time, ordered after the previous
-        // one by the state word's CASes (as in `count_step`).
-        let drained = self.drained.load(Ordering::Relaxed);
-        // Release: pairs with the Acquire load in `queued`, so a dump that
-        // sees this count also sees the pushes of the events it covers
-        // (no underflow; see `queued`).
-        self.drained
-            .store(drained.wrapping_add(n), Ordering::Release);
-    }
-
-    /// Events in the mailbox, as far as the counters know: pushes counted
-    /// minus pops counted, read without touching the mailbox itself.
-    ///
-    /// It never underflows and never under-reports. `drained` is read
-    /// first (Acquire): every event it covers was popped by an Acquire load
-    /// of the link its producer stored (Release) after `count_push`, so that
-    /// increment happens before the worker's Release store of `drained`,
-    /// and hence before our later load of `pushed`, which (coherence) sees
-    /// it or a newer value. So the result is at least the number of events
-    /// in the mailbox at the first load; it may exceed it by pushes counted
-    /// but still in flight, and by events the holder has popped but not yet
-    /// counted (it counts once per drain). Wrapping arithmetic is exact
-    /// while fewer than 2^32 events are queued.
-    pub(crate) fn queued(&self) -> u32 {
-        // Acquire: pairs with the Release store in `count_drained` (above).
-        let drained = self.drained.load(Ordering::Acquire);
-        // Acquire: pairs with the Release RMW in `count_push` (the dump's
-        // incarnation rule).
-        let pushed = self.pushed.load(Ordering::Acquire);
-        pushed.wrapping_sub(drained)
+        self.counts.count_drained(n);
     }
 }
 
@@ -420,11 +348,9 @@ impl<P: Process> Table<P> {
                 Occupant::Outside(inbox) => body.outside = Some(inbox),
             }
         }
-        // Release: as in `stamp` (this store follows the slot's free, which
-        // bumped the generation). Both before `activate`, so a dump that
-        // sees the new process sees these, not its predecessor's.
-        slot.steps.store(0, Ordering::Release);
-        slot.stamp(now);
+        // Before `activate`, so a dump that sees the new process sees the
+        // reset, not its predecessor's figures (`figures.rs`).
+        slot.figures.reset(now);
         let _generation = slot.state.activate();
         Ok(slot)
     }

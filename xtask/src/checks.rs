@@ -38,7 +38,11 @@ pub const MAP: &[(&str, &[&str])] = &[
         "src/mpsc/",
         &["loom:mpsc", "loom:mailbox", "loom:global_queue"],
     ),
-    ("src/process/state.rs", &["loom:state", "loom:handoff"]),
+    // `loom:dump`: the dump's first read of the state word (`load`'s Acquire).
+    (
+        "src/process/state.rs",
+        &["loom:state", "loom:handoff", "loom:dump"],
+    ),
     // `output.rs` reads the monitor's preemption request.
     (
         "src/process/",
@@ -56,6 +60,8 @@ pub const MAP: &[(&str, &[&str])] = &[
         "src/sched/global.rs",
         &["loom:global_queue", "test:global_queue"],
     ),
+    // The dump's figures and its read of a slot are loom-built.
+    ("src/sched/figures.rs", &["loom:dump", "test:sched_dump"]),
     // Not built under loom: the scheduler's integration tests in release.
     (
         "src/sched/table.rs",
@@ -503,7 +509,11 @@ mod tests {
         );
         assert_eq!(
             checks_for("src/process/state.rs", false),
-            ["loom:state", "loom:handoff"]
+            ["loom:state", "loom:handoff", "loom:dump"]
+        );
+        assert_eq!(
+            checks_for("src/sched/figures.rs", false),
+            ["loom:dump", "test:sched_dump"]
         );
         assert_eq!(
             checks_for("src/sched/monitor.rs", false),

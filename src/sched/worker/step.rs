@@ -21,9 +21,9 @@ use std::sync::Arc;
 impl<P: Process> Local<P> {
     pub(super) fn run_task(&mut self, task: Task<P>, watch: &StepWatch) {
         let slot = task.slot();
-        // Release: pairs with the Acquire load in `Scheduler::processes`
-        // (as `Slot::stamp`); remote wakeups read it Relaxed, as a hint.
-        slot.last_worker.store(self.index, Ordering::Release);
+        // Before `start`: the dump reports it once the process is Running
+        // (`figures.rs`); remote wakeups read it as a hint.
+        slot.figures.ran_on(self.index);
         let start = slot.state.start();
         slot.stamp(self.shared.clock.now());
         let pid = slot.pid();
