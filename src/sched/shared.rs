@@ -1,7 +1,9 @@
 //! State shared by the [`Scheduler`](super::Scheduler) handle, its workers
 //! and every [`Completer`](super::Completer): the process table, the run
-//! queues, the idle protocol, handlers and hooks, and the delivery path.
+//! queues, the idle protocol, handlers (and the blocking pool) and hooks,
+//! and the delivery path.
 
+use super::blocking::{Pool, PoolConfig};
 use super::clock::CoarseClock;
 use super::global::GlobalQueue;
 use super::handler::Handlers;
@@ -41,6 +43,8 @@ pub(crate) struct Config {
     /// Whether deliveries and drains are counted per slot, for the process
     /// dump's queued figure ([`Builder::count_queued_events`](super::Builder::count_queued_events)).
     pub(crate) count_queued: bool,
+    /// The blocking pool's settings.
+    pub(crate) blocking: PoolConfig,
 }
 
 type WorkerHook = Box<dyn Fn(usize) + Send + Sync>;
@@ -178,6 +182,9 @@ pub(crate) struct Shared<P: Process> {
     pub(crate) global: GlobalQueue<Task<P>>,
     pub(crate) idle: Idle,
     pub(crate) handlers: Handlers<P>,
+    /// Runs blocking handlers (`blocking.rs`). Its threads hold this `Arc`,
+    /// not the shared state.
+    pub(crate) blocking: Arc<Pool<P>>,
     pub(crate) hooks: Hooks<P>,
     pub(crate) config: Config,
     pub(crate) phase: Phase,
