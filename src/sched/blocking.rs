@@ -319,6 +319,9 @@ impl<P: Process> Pool<P> {
     fn spawn_failed(&self, error: &io::Error) {
         let mut state = self.lock();
         state.threads -= 1;
+        if state.closed {
+            self.changed.notify_all(); // `finish` may count this thread
+        }
         if state.threads > 0 {
             return;
         }

@@ -235,6 +235,8 @@ fn tokio_run(rt: &tokio::runtime::Runtime, blockers: usize, trips: u64) -> (Vec<
             let (dispatched, done) = (Arc::clone(&dispatched), Arc::clone(&done));
             rt.spawn(async move {
                 let call = tokio::task::spawn_blocking(|| std::thread::sleep(BLOCK_FOR));
+                // SeqCst (both counters): bench bookkeeping off the timed
+                // path, read by the main thread; no ordering to economise.
                 dispatched.fetch_add(1, Ordering::SeqCst);
                 call.await.expect("spawn_blocking");
                 done.fetch_add(1, Ordering::SeqCst);
