@@ -68,8 +68,9 @@
 //! - [`process`]: the [`Process`](process::Process) trait, events, step
 //!   output, PIDs and the per-process state word.
 //! - [`sched`]: the [`Scheduler`](sched::Scheduler): workers, run queues,
-//!   message routing, command dispatch, parking and shutdown; a long-step
-//!   monitor with cooperative preemption
+//!   message routing, command dispatch (and a pool of threads for blocking
+//!   handlers), parking and shutdown; a long-step monitor with cooperative
+//!   preemption
 //!   ([`StepOutput::should_yield`](process::StepOutput::should_yield)) and a
 //!   process dump ([`Scheduler::processes`](sched::Scheduler::processes));
 //!   an execution tracer that writes Chrome trace-event JSON

@@ -62,6 +62,7 @@ enum Got {
     Failed(String),
     Panicked(String),
     Dropped,
+    Cancelled,
 }
 
 impl From<Result<u64, CommandError>> for Got {
@@ -72,6 +73,7 @@ impl From<Result<u64, CommandError>> for Got {
             Err(CommandError::Failed(e)) => Got::Failed(e.to_string()),
             Err(CommandError::Panicked(msg)) => Got::Panicked(msg),
             Err(CommandError::Dropped) => Got::Dropped,
+            Err(CommandError::Cancelled) => Got::Cancelled,
         }
     }
 }

@@ -336,8 +336,9 @@ fn stats_count_every_step_and_every_process_exactly() {
         "a steal takes at least one process"
     );
     assert!(total.steal_attempts >= total.steals);
-    // Display renders one row per worker plus a total and a summary line.
-    assert_eq!(stats.to_string().lines().count(), 1 + 2 + 1 + 1);
+    // Display renders a header, one row per worker, a total, a summary
+    // line and the blocking pool's line.
+    assert_eq!(stats.to_string().lines().count(), 1 + 2 + 1 + 1 + 1);
     scheduler.shutdown(Duration::from_secs(1));
 }
 

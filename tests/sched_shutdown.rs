@@ -260,6 +260,8 @@ fn shutdown_closes_processes_blocked_forever_once_the_timeout_passed_and_counts_
             forced: N,
             stuck: 0,
             timed_out: true,
+            blocking_cancelled: 0,
+            blocking_abandoned: 0,
         }
     );
     assert!(took >= ms(200), "the timeout is a grace period: {took:?}");
@@ -300,6 +302,8 @@ fn shutdown_lets_processes_that_finish_on_cancel_complete_without_force() {
             forced: 0,
             stuck: 0,
             timed_out: false,
+            blocking_cancelled: 0,
+            blocking_abandoned: 0,
         }
     );
     for handle in handles {
@@ -353,6 +357,8 @@ fn shutdown_closes_processes_that_keep_continuing() {
             forced: N,
             stuck: 0,
             timed_out: true,
+            blocking_cancelled: 0,
+            blocking_abandoned: 0,
         }
     );
     assert_all_shut_down(handles);

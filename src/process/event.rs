@@ -58,6 +58,10 @@ pub enum CommandError {
     /// The handler dropped its [`Completer`](crate::sched::Completer)
     /// without completing.
     Dropped,
+    /// The command was waiting for a
+    /// [blocking handler](crate::sched::Builder::blocking_handler) when the
+    /// scheduler began to shut down, or was yielded after: it never ran.
+    Cancelled,
 }
 
 impl fmt::Display for CommandError {
@@ -69,6 +73,9 @@ impl fmt::Display for CommandError {
             CommandError::Failed(e) => write!(f, "command failed: {e}"),
             CommandError::Panicked(msg) => write!(f, "command handler panicked: {msg}"),
             CommandError::Dropped => f.write_str("command handler dropped its completer"),
+            CommandError::Cancelled => {
+                f.write_str("command cancelled: the scheduler shut down before its handler ran")
+            }
         }
     }
 }

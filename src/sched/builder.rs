@@ -1,12 +1,14 @@
 //! [`Builder`]: configures and starts a [`Scheduler`].
 
-use super::handler::{Completer, Handlers};
+use super::blocking::{PoolConfig, DEFAULT_BLOCKING_KEEP_ALIVE, DEFAULT_MAX_BLOCKING_THREADS};
+use super::handler::{Completer, Handler, Handlers};
 use super::monitor::{LongStep, MonitorConfig};
 use super::shared::{Config, Hooks};
 use super::Scheduler;
 use crate::process::{Event, Outcome, Pid, Process};
 use core::fmt;
 use std::io;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The default of [`Builder::max_events_per_step`]: enough that a step's
@@ -51,6 +53,8 @@ pub struct Builder<P: Process> {
     trace: Option<usize>,
     count_queued: bool,
     events_per_step: usize,
+    max_blocking_threads: usize,
+    blocking_keep_alive: Duration,
 }
 
 impl<P: Process> Builder<P> {
@@ -69,6 +73,8 @@ impl<P: Process> Builder<P> {
             trace: None,
             count_queued: false,
             events_per_step: DEFAULT_EVENTS_PER_STEP,
+            max_blocking_threads: DEFAULT_MAX_BLOCKING_THREADS,
+            blocking_keep_alive: DEFAULT_BLOCKING_KEEP_ALIVE,
         }
     }
 
@@ -183,13 +189,122 @@ impl<P: Process> Builder<P> {
 
     /// Registers `handler` for commands of `kind`. It runs on the worker
     /// right after the step that yielded the command, and must not block:
-    /// hand slow work to another thread and complete from there.
+    /// register a handler that blocks with
+    /// [`blocking_handler`](Builder::blocking_handler), or hand slow work to
+    /// another thread and complete from there. A later registration for the
+    /// same kind, of either sort, replaces this one.
     pub fn handler(
         mut self,
         kind: &'static str,
         handler: impl Fn(P::Command, Completer<P>) + Send + Sync + 'static,
     ) -> Self {
-        self.handlers.insert(kind, Box::new(handler));
+        self.handlers
+            .insert(kind, Handler::Inline(Box::new(handler)));
+        self
+    }
+
+    /// Registers `handler` for commands of `kind`, to run on the blocking
+    /// pool: threads apart from the workers, so a handler that blocks (a
+    /// file read, a database call, a synchronous host function) holds no
+    /// worker. The worker that dispatches the command only queues it and
+    /// goes on with other processes. Same signature and completion contract
+    /// as [`handler`](Builder::handler): complete through the
+    /// [`Completer`], from the handler or any other thread, now or later; a
+    /// completer dropped without completing delivers
+    /// [`CommandError::Dropped`](crate::process::CommandError::Dropped).
+    ///
+    /// Threads start on demand (a command arrives and none is idle), up to
+    /// [`max_blocking_threads`](Builder::max_blocking_threads); beyond that
+    /// commands wait in FIFO order. Idle threads exit after
+    /// [`blocking_keep_alive`](Builder::blocking_keep_alive).
+    ///
+    /// A panic in the handler is contained: the thread goes on, and the
+    /// command, if the handler still held its completer, completes with
+    /// [`CommandError::Panicked`](crate::process::CommandError::Panicked)
+    /// and the panic's message. (A panicking handler on a worker ends its
+    /// process; here the process is elsewhere, so it gets the error and
+    /// decides.) At shutdown, commands still queued complete with
+    /// [`CommandError::Cancelled`](crate::process::CommandError::Cancelled);
+    /// running ones are waited for until the shutdown's timeout, then
+    /// abandoned (see [`ShutdownReport`](super::ShutdownReport)). `stats()`
+    /// shows the pool in [`Stats::blocking`](super::Stats::blocking).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use stepsched::process::{Command, Event, Process, Status, StepOutput};
+    /// use stepsched::sched::Scheduler;
+    ///
+    /// /// Reads a file without holding a worker.
+    /// struct ReadFile(&'static str);
+    /// impl Command for ReadFile {
+    ///     fn kind(&self) -> &'static str { "read_file" }
+    /// }
+    ///
+    /// /// Asks for one file and finishes with its length.
+    /// struct Reader;
+    /// impl Process for Reader {
+    ///     type Input = ();
+    ///     type Message = ();
+    ///     type Command = ReadFile;
+    ///     type Reply = usize;
+    ///     type Output = usize;
+    ///     type Error = String;
+    ///     fn init(&mut self, _: &str, _: ()) -> Result<(), String> { Ok(()) }
+    ///     fn step(&mut self, events: &mut Vec<Event<Self>>, out: &mut StepOutput<'_, Self>)
+    ///         -> Result<(), String>
+    ///     {
+    ///         for event in events.drain(..) {
+    ///             if let Event::Completion { result, .. } = event {
+    ///                 out.done(result.map_err(|e| e.to_string())?);
+    ///                 return Ok(());
+    ///             }
+    ///         }
+    ///         out.yield_command(1, ReadFile("Cargo.toml"));
+    ///         out.set_status(Status::Wait);
+    ///         Ok(())
+    ///     }
+    /// }
+    ///
+    /// let scheduler = Scheduler::<Reader>::builder()
+    ///     .workers(2)
+    ///     .blocking_handler("read_file", |ReadFile(path), completer| {
+    ///         // Stands in for `std::fs::read(path)`: it blocks this pool
+    ///         // thread only, never a worker.
+    ///         std::thread::sleep(Duration::from_millis(20));
+    ///         let _ = completer.succeed(path.len());
+    ///     })
+    ///     .max_blocking_threads(64)
+    ///     .blocking_keep_alive(Duration::from_secs(5))
+    ///     .build()?;
+    /// let reader = scheduler.submit_joinable(Reader, "read", ()).unwrap();
+    /// assert_eq!(reader.join(), Ok("Cargo.toml".len()));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn blocking_handler(
+        mut self,
+        kind: &'static str,
+        handler: impl Fn(P::Command, Completer<P>) + Send + Sync + 'static,
+    ) -> Self {
+        self.handlers
+            .insert(kind, Handler::Blocking(Arc::new(handler)));
+        self
+    }
+
+    /// The most threads the blocking pool runs at once (default
+    /// [`DEFAULT_MAX_BLOCKING_THREADS`](super::DEFAULT_MAX_BLOCKING_THREADS),
+    /// 512, tokio's); commands beyond it wait in FIFO order. Must be at
+    /// least 1: [`build`](Builder::build) refuses 0.
+    pub fn max_blocking_threads(mut self, threads: usize) -> Self {
+        self.max_blocking_threads = threads;
+        self
+    }
+
+    /// How long an idle blocking-pool thread waits for a command before it
+    /// exits (default
+    /// [`DEFAULT_BLOCKING_KEEP_ALIVE`](super::DEFAULT_BLOCKING_KEEP_ALIVE),
+    /// 10 s, tokio's).
+    pub fn blocking_keep_alive(mut self, keep_alive: Duration) -> Self {
+        self.blocking_keep_alive = keep_alive;
         self
     }
 
@@ -377,7 +492,7 @@ impl<P: Process> Builder<P> {
     /// [`io::ErrorKind::InvalidInput`], naming the setting, for a value the
     /// scheduler cannot honour (0 workers, a 0 global queue interval, a 0
     /// `park_after`, a 0 process limit, a 0-event trace ring, 0 events per
-    /// step): a setting is refused rather than bent to another value. Else
+    /// step, 0 blocking threads): a setting is refused rather than bent to another value. Else
     /// the error of a worker thread that cannot be spawned (workers already
     /// started are stopped again).
     ///
@@ -412,6 +527,11 @@ impl<P: Process> Builder<P> {
             monitored: self.monitor.is_some(),
             count_queued: self.count_queued,
             events_per_step: self.events_per_step,
+            blocking: PoolConfig {
+                max_threads: self.max_blocking_threads,
+                keep_alive: self.blocking_keep_alive,
+                stack_size: self.stack_size,
+            },
         };
         Scheduler::start(
             config,
@@ -453,6 +573,10 @@ impl<P: Process> Builder<P> {
                 self.events_per_step == 0,
                 "max_events_per_step(0): a step is handed at least 1 event",
             ),
+            (
+                self.max_blocking_threads == 0,
+                "max_blocking_threads(0): the blocking pool needs at least one thread",
+            ),
         ];
         match zero.iter().find(|(refused, _)| *refused) {
             Some((_, why)) => Err(io::Error::new(
@@ -473,6 +597,8 @@ impl<P: Process> fmt::Debug for Builder<P> {
             .field("park_after", &self.park_after)
             .field("max_processes", &self.max_processes)
             .field("max_events_per_step", &self.events_per_step)
+            .field("max_blocking_threads", &self.max_blocking_threads)
+            .field("blocking_keep_alive", &self.blocking_keep_alive)
             .field(
                 "long_step_threshold",
                 &self.monitor.as_ref().map(|m| m.threshold),

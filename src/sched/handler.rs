@@ -1,6 +1,12 @@
 //! Command dispatch: handlers registered by kind, and the [`Completer`]
 //! through which a handler answers, from any thread, now or later.
+//!
+//! A handler runs on the worker right after the step that yielded its
+//! command, unless it was registered as a blocking handler: then the
+//! worker queues the command for the blocking pool (`blocking.rs`) and
+//! goes on.
 
+use super::blocking::{self, BlockingFn, Job};
 use super::error::CompleteError;
 use super::shared::Shared;
 use super::trace::Kind as TraceKind;
@@ -10,7 +16,28 @@ use core::fmt;
 use std::sync::Arc;
 
 /// A command handler: takes the command and the completer for its tag.
-pub(crate) type Handler<P> = Box<dyn Fn(<P as Process>::Command, Completer<P>) + Send + Sync>;
+pub(crate) enum Handler<P: Process> {
+    /// Runs on the worker, right after the step that yielded the command.
+    Inline(Box<dyn Fn(P::Command, Completer<P>) + Send + Sync>),
+    /// Runs on the blocking pool (`blocking.rs`); the worker only queues
+    /// the command.
+    Blocking(Arc<BlockingFn<P>>),
+}
+
+impl<P: Process> Handler<P> {
+    /// Hands `command` to the handler: calls it here, or queues it for the
+    /// blocking pool (which never waits for a handler).
+    #[inline]
+    pub(crate) fn dispatch(&self, command: P::Command, completer: Completer<P>) {
+        match self {
+            Handler::Inline(handler) => handler(command, completer),
+            Handler::Blocking(handler) => {
+                let pool = Arc::clone(&completer.shared.blocking);
+                pool.submit(Job::new(Arc::clone(handler), command, completer));
+            }
+        }
+    }
+}
 
 /// The handlers, by command kind. Looked up by a linear scan: schedulers
 /// have a handful of kinds, and a scan of a few `&str` beats hashing.
@@ -74,6 +101,18 @@ impl<P: Process> Completer<P> {
     /// The tag the process gave the command.
     pub fn tag(&self) -> u64 {
         self.tag
+    }
+
+    /// A completer for the same command that delivers nothing unless it is
+    /// completed: the blocking pool keeps one while a handler runs, to
+    /// answer for a completer its panic dropped (see `blocking.rs`).
+    pub(crate) fn twin(&self) -> Self {
+        Completer {
+            shared: Arc::clone(&self.shared),
+            pid: self.pid,
+            tag: self.tag,
+            done: true,
+        }
     }
 
     /// Delivers the completion and wakes the process if it waits for it.
@@ -143,6 +182,9 @@ impl<P: Process> Drop for Completer<P> {
     fn drop(&mut self) {
         if !self.done {
             let error = if std::thread::panicking() {
+                if blocking::defer_panicked(self.pid, self.tag) {
+                    return; // the pool completes it, with the panic's message
+                }
                 CommandError::Panicked("the handler panicked holding the completer".to_owned())
             } else {
                 CommandError::Dropped

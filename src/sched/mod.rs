@@ -9,9 +9,13 @@
 //! `src/sched/README.md` and in the docs of each part.
 //!
 //! - [`Scheduler`] / [`Builder`]: start, submit, send, terminate, shut down.
-//! - [`Completer`]: how a command handler answers a yielded command.
+//! - [`Completer`]: how a command handler answers a yielded command. A
+//!   handler runs on the worker that dispatched the command, unless it was
+//!   registered with [`Builder::blocking_handler`]: then it runs on the
+//!   blocking pool, threads apart from the workers (`blocking.rs`).
 //! - [`JoinHandle`]: wait for one process's outcome from outside.
-//! - [`Stats`]: per-worker counters.
+//! - [`Stats`]: per-worker counters, and the blocking pool's
+//!   ([`BlockingStats`]).
 //! - [`Trace`]: the execution tracer's record ([`Builder::trace`]), as
 //!   Chrome trace-event JSON.
 //! - [`ProcessInfo`]: one entry of the process dump,
@@ -22,6 +26,8 @@
 
 mod global;
 
+#[cfg(not(loom))]
+mod blocking;
 #[cfg(not(loom))]
 mod builder;
 #[cfg(not(loom))]
@@ -69,6 +75,8 @@ pub mod watch;
 pub use global::{GlobalQueue, Take, BATCH};
 
 #[cfg(not(loom))]
+pub use blocking::{DEFAULT_BLOCKING_KEEP_ALIVE, DEFAULT_MAX_BLOCKING_THREADS};
+#[cfg(not(loom))]
 pub use builder::{Builder, DEFAULT_EVENTS_PER_STEP};
 #[cfg(not(loom))]
 pub use dump::ProcessInfo;
@@ -85,6 +93,6 @@ pub use outside::{CallError, Receiver, Recv};
 #[cfg(not(loom))]
 pub use scheduler::{Scheduler, ShutdownReport};
 #[cfg(not(loom))]
-pub use stats::{Stats, WorkerStats};
+pub use stats::{BlockingStats, Stats, WorkerStats};
 #[cfg(not(loom))]
 pub use trace::Trace;

@@ -1,5 +1,6 @@
 //! [`Scheduler`]: the handle an embedder holds.
 
+use super::blocking::Pool;
 use super::builder::Builder;
 use super::clock::CoarseClock;
 use super::error::{SendError, TerminateError};
@@ -91,6 +92,16 @@ pub struct ShutdownReport {
     pub stuck: usize,
     /// Whether the timeout passed with processes still live.
     pub timed_out: bool,
+    /// Commands for [blocking handlers](Builder::blocking_handler) that
+    /// never ran: queued when shutdown began, or yielded after. Each
+    /// completed with
+    /// [`CommandError::Cancelled`](crate::process::CommandError::Cancelled).
+    pub blocking_cancelled: usize,
+    /// Blocking-pool threads still in a handler when the timeout passed:
+    /// they are detached and left to return on their own (a completion
+    /// they make then is refused). Zero unless a blocking handler outlives
+    /// the timeout.
+    pub blocking_abandoned: usize,
 }
 
 impl<P: Process> Scheduler<P> {
@@ -109,6 +120,7 @@ impl<P: Process> Scheduler<P> {
         monitor: Option<MonitorConfig>,
     ) -> io::Result<Self> {
         let config_workers = config.workers;
+        let blocking = Arc::new(Pool::new(config.blocking.clone()));
         let trace = (config.trace).map(|capacity| Tracing::new(config.workers, capacity));
         let deques: Vec<Worker<Task<P>>> = (0..config.workers).map(|_| Worker::new()).collect();
         let remotes = deques
@@ -125,6 +137,7 @@ impl<P: Process> Scheduler<P> {
             global: GlobalQueue::new(),
             idle: Idle::new(config.workers),
             handlers,
+            blocking,
             hooks,
             config,
             phase: super::phase::Phase::new(),
@@ -297,6 +310,7 @@ impl<P: Process> Scheduler<P> {
             global_queue_nonempty: !shared.global.is_empty(),
             spinning,
             sleeping,
+            blocking: shared.blocking.stats(),
         }
     }
 
@@ -304,6 +318,15 @@ impl<P: Process> Scheduler<P> {
     /// [`Cancel::Shutdown`] to every live process and waits up to `timeout`
     /// for them to end; then closes the rest by force, stops the workers and
     /// joins them. Calling it again returns the first report.
+    ///
+    /// The blocking pool: when shutdown begins, commands queued for a
+    /// [blocking handler](Builder::blocking_handler) (and any yielded
+    /// afterwards) complete with
+    /// [`CommandError::Cancelled`](crate::process::CommandError::Cancelled);
+    /// handlers already running are waited for until `timeout` has passed
+    /// since the call, then abandoned (their threads detached). Both are
+    /// counted in the report. A blocking handler that never returns does
+    /// not hold `shutdown` (nor `Drop`) past the timeout.
     pub fn shutdown(&self, timeout: Duration) -> ShutdownReport {
         let mut stored = self.report.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(report) = *stored {
@@ -326,6 +349,9 @@ impl<P: Process> Scheduler<P> {
                 report.cancelled += 1;
             }
         }
+        // After the cancels, so that a process usually sees its cancelled
+        // commands in the same step as its `Cancel::Shutdown`.
+        shared.blocking.close();
         wait_until(deadline, || shared.table.live() == 0);
         if shared.table.live() > 0 {
             report.timed_out = true;
@@ -356,6 +382,11 @@ impl<P: Process> Scheduler<P> {
         let ended = (shared.table.closed() - completed_before) as usize;
         report.completed = ended.saturating_sub(report.forced);
         report.stuck = shared.table.live();
+        // Processes are done with (or stuck); a blocking handler may still
+        // run, and gets what is left of the timeout.
+        let pool = shared.blocking.finish(deadline);
+        report.blocking_cancelled = pool.cancelled;
+        report.blocking_abandoned = pool.abandoned;
         shared.set_phase(phase::EXITING);
         shared.trace_phase("exiting");
         shared.idle.wake_all();

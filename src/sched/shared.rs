@@ -1,7 +1,9 @@
 //! State shared by the [`Scheduler`](super::Scheduler) handle, its workers
 //! and every [`Completer`](super::Completer): the process table, the run
-//! queues, the idle protocol, handlers and hooks, and the delivery path.
+//! queues, the idle protocol, handlers (and the blocking pool) and hooks,
+//! and the delivery path.
 
+use super::blocking::{Pool, PoolConfig};
 use super::clock::CoarseClock;
 use super::error::TerminateError;
 use super::global::GlobalQueue;
@@ -43,6 +45,8 @@ pub(crate) struct Config {
     pub(crate) count_queued: bool,
     /// The most events handed to one step ([`Builder::max_events_per_step`](super::Builder::max_events_per_step)).
     pub(crate) events_per_step: usize,
+    /// The blocking pool's settings.
+    pub(crate) blocking: PoolConfig,
 }
 
 type WorkerHook = Box<dyn Fn(usize) + Send + Sync>;
@@ -180,6 +184,9 @@ pub(crate) struct Shared<P: Process> {
     pub(crate) global: GlobalQueue<Task<P>>,
     pub(crate) idle: Idle,
     pub(crate) handlers: Handlers<P>,
+    /// Runs blocking handlers (`blocking.rs`). Its threads hold this `Arc`,
+    /// not the shared state.
+    pub(crate) blocking: std::sync::Arc<Pool<P>>,
     pub(crate) hooks: Hooks<P>,
     pub(crate) config: Config,
     pub(crate) phase: Phase,

@@ -91,6 +91,24 @@ pub struct WorkerStats {
     pub local_queue: usize,
 }
 
+/// The blocking pool's counts, as read by
+/// [`Scheduler::stats`](super::Scheduler::stats) (see
+/// [`Builder::blocking_handler`](super::Builder::blocking_handler)). The
+/// four are read together, under the pool's lock.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BlockingStats {
+    /// Pool threads alive (busy, idle, or starting).
+    pub threads: usize,
+    /// Threads running a blocking handler.
+    pub busy: usize,
+    /// Commands waiting for a thread.
+    pub queued: usize,
+    /// Commands completed with
+    /// [`CommandError::Cancelled`](crate::process::CommandError::Cancelled)
+    /// by shutdown, without running.
+    pub cancelled: usize,
+}
+
 /// A snapshot of the scheduler's counters. Each number is exact for its own
 /// counter; they are not read at one instant.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -125,6 +143,8 @@ pub struct Stats {
     pub spinning: usize,
     /// Workers parked when read.
     pub sleeping: usize,
+    /// The blocking pool.
+    pub blocking: BlockingStats,
 }
 
 impl Stats {
@@ -191,6 +211,14 @@ impl fmt::Display for Stats {
                 w.local_queue
             )?;
         }
+        writeln!(
+            f,
+            "blocking pool: threads {}  busy {}  queued {}  cancelled {}",
+            self.blocking.threads,
+            self.blocking.busy,
+            self.blocking.queued,
+            self.blocking.cancelled
+        )?;
         write!(
             f,
             "live {}  submitted {}  completed {}  undelivered {}  unknown tags {}  hook panics {}  spinning {}  sleeping {}",

@@ -331,8 +331,9 @@ impl<P: Process> Local<P> {
         self.queued_locally(displaced);
     }
 
-    /// Hands each yielded command to its handler. A panicking handler ends
-    /// the process (its message is returned).
+    /// Hands each yielded command to its handler (a blocking handler's is
+    /// only queued for the pool). A panicking handler ends the process (its
+    /// message is returned).
     fn dispatch(&mut self, pid: Pid, body: &mut Body<P>) -> Result<(), String> {
         use crate::process::Command as _;
         let mut commands = core::mem::take(&mut self.effects.commands);
@@ -356,7 +357,7 @@ impl<P: Process> Local<P> {
                 Some(handler) => {
                     let completer = Completer::new(Arc::clone(&self.shared), pid, tag);
                     if let Err(panic) =
-                        catch_unwind(AssertUnwindSafe(|| handler(command, completer)))
+                        catch_unwind(AssertUnwindSafe(|| handler.dispatch(command, completer)))
                     {
                         result = Err(panic_message(&*panic));
                     }
