@@ -293,6 +293,7 @@ impl Process for Soaker {
                 }
                 Event::Cancel(Cancel::Shutdown) => stop = true,
                 Event::Cancel(Cancel::Terminate) => {}
+                other => ctx.fail(format!("{}: unexpected {other:?}", out.pid())),
             }
         }
         if stop {
@@ -405,6 +406,7 @@ fn build(ctx: &Arc<Ctx>) -> Scheduler<Soaker> {
                 result: Err(e),
             } => c3.fail(format!("{pid}: undelivered error completion {tag}: {e}")),
             Event::Cancel(_) => {}
+            other => c3.fail(format!("{pid}: unexpected undelivered {other:?}")),
         })
         .on_complete(move |_, outcome| {
             let kind = match outcome {

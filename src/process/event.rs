@@ -5,6 +5,10 @@ use core::fmt;
 use std::error::Error;
 
 /// One thing that happened to a process since its last step.
+///
+/// Non-exhaustive: the scheduler grows new kinds of event (timers, monitors),
+/// so a `match` outside this crate ends with a `_` arm.
+#[non_exhaustive]
 pub enum Event<P: Process> {
     /// A command the process yielded has completed.
     Completion {
