@@ -143,7 +143,17 @@
 //!   `match` is a jump on the discriminant); its size is the largest kind's.
 //!   The set of kinds is closed, which is what a host that writes them all
 //!   has. (`Process` cannot itself be a trait object: its associated types
-//!   and by-value `init` input differ per implementor.)
+//!   and by-value `init` input differ per implementor.) An open form was
+//!   built and measured, and left out because it costs: `Dyn<T>`, a boxed
+//!   `Kind<Dyn<T>>` with its input boxed as `dyn Any` (still checked at
+//!   compile time by the typed calls). Against this enum, on 2 workers of a
+//!   shared 2-core VM, medians of 7 alternating rounds, four runs: a bare
+//!   `Continue` step took 18.3 to 18.6 ns instead of 14.2 to 16.3 (about
+//!   3 ns more: the indirect call and the pointer to the kind); creating a
+//!   process was within noise (159 to 193 ns against 156 to 219). It is in
+//!   this crate's history (the commit "`process::Dyn<T>`: the open, boxed
+//!   form", with `examples/kinds_cost.rs` to measure it) if a host ever
+//!   needs kinds it cannot list.
 //! - **A declarative macro.** Rust has no variadic enums, and a proc-macro
 //!   crate would be a dependency. The macro writes only delegation; every
 //!   line of behaviour is in the kinds' own impls, where errors point.

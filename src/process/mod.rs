@@ -20,8 +20,7 @@
 //!
 //! A scheduler runs one process type. To host several kinds of process
 //! (interpreters, rooms, a supervisor) in one, write each as a [`Kind`] and
-//! let [`kinds!`](crate::kinds) make the enum: see [`kinds`]. For a set of
-//! kinds no one place can list, [`Dyn`] boxes each.
+//! let [`kinds!`](crate::kinds) make the enum: see [`kinds`].
 //!
 //! # States
 //!
@@ -50,14 +49,12 @@
 //!
 //! loom models of these races are in `loom-tests/tests/state.rs`.
 
-mod boxed;
 mod event;
 pub mod kinds;
 mod output;
 mod pid;
 pub mod state;
 
-pub use boxed::{Dyn, DynInput, Types};
 pub use event::{Cancel, CommandError, Event};
 pub use kinds::{Hosts, Kind};
 pub use output::{SpawnError, Status, StepOutput};
