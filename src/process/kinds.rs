@@ -211,7 +211,9 @@ pub trait Kind<P: Process>: Send + 'static {
 
 /// `Self`, an enum of kinds, has a variant for the kind `K`: the typed
 /// submit and spawn calls use it to wrap a kind and its input. Written by
-/// [`kinds!`](crate::kinds), one impl per variant.
+/// [`kinds!`](crate::kinds), one impl per variant; written by hand, it puts
+/// the typed calls in front of an existing enum whose `init` still matches
+/// `method` (it receives [`KIND`](Hosts::KIND)).
 pub trait Hosts<K: Kind<Self>>: Process {
     /// The variant's name, passed as `method` to [`Process::init`] by the
     /// typed calls (the generated `init` does not read it).
