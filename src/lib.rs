@@ -66,7 +66,8 @@
 //! # Modules
 //!
 //! - [`process`]: the [`Process`](process::Process) trait, events, step
-//!   output, PIDs and the per-process state word.
+//!   output, PIDs and the per-process state word; several kinds of process
+//!   in one scheduler ([`process::kinds`], the [`kinds!`] macro).
 //! - [`sched`]: the [`Scheduler`](sched::Scheduler): workers, run queues,
 //!   message routing, command dispatch (and a pool of threads for blocking
 //!   handlers), parking and shutdown; a long-step monitor with cooperative

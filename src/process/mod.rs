@@ -18,6 +18,10 @@
 //! (associated types), so a step allocates nothing on the scheduler's behalf:
 //! events arrive in a buffer the worker reuses.
 //!
+//! A scheduler runs one process type. To host several kinds of process
+//! (interpreters, rooms, a supervisor) in one, write each as a [`Kind`] and
+//! let [`kinds!`](crate::kinds) make the enum: see [`kinds`].
+//!
 //! # States
 //!
 //! Each process has one atomic state word ([`state`]) with its lifecycle and
@@ -46,11 +50,13 @@
 //! loom models of these races are in `loom-tests/tests/state.rs`.
 
 mod event;
+pub mod kinds;
 mod output;
 mod pid;
 pub mod state;
 
 pub use event::{Cancel, CommandError, Event};
+pub use kinds::{Hosts, Kind};
 pub use output::{SpawnError, Status, StepOutput};
 pub use pid::Pid;
 

@@ -201,6 +201,23 @@ impl<'a, P: Process> StepOutput<'a, P> {
             None => Status::Wait,
         }
     }
+
+    /// Creates a child of another (or the same) [kind](super::Kind):
+    /// [`spawn`](Self::spawn) with the kind wrapped into its variant of `P`
+    /// and `input` checked against the kind by the compiler (see
+    /// [`kinds`](super::kinds)).
+    ///
+    /// # Errors
+    ///
+    /// As [`spawn`](Self::spawn).
+    pub fn spawn_kind<K>(&mut self, kind: K, input: K::Input) -> Result<Pid, SpawnError<P>>
+    where
+        K: super::Kind<P>,
+        P: super::Hosts<K>,
+    {
+        let (process, input) = P::host(kind, input);
+        self.spawn(process, <P as super::Hosts<K>>::KIND, input)
+    }
 }
 
 impl<P: Process> fmt::Debug for StepOutput<'_, P> {

@@ -17,7 +17,7 @@ use super::worker::Local;
 use crate::deque::Worker;
 use crate::padded::CachePadded;
 use crate::process::state::{Lifecycle, Notify, Wake};
-use crate::process::{Cancel, Event, Pid, Process, SpawnError};
+use crate::process::{Cancel, Event, Hosts, Kind, Pid, Process, SpawnError};
 use crate::sync::{AtomicU64, Ordering};
 use core::fmt;
 use std::io;
@@ -455,6 +455,42 @@ impl<P: Process> Scheduler<P> {
             }
         }
         shared.idle.wake_all();
+    }
+
+    /// Starts a process of one [kind](crate::process::Kind) of `P`:
+    /// [`submit`](Scheduler::submit) with the kind wrapped into its variant
+    /// and `input` checked against the kind by the compiler (see
+    /// [`process::kinds`](crate::process::kinds), which has an example).
+    ///
+    /// # Errors
+    ///
+    /// As [`submit`](Scheduler::submit).
+    pub fn submit_kind<K>(&self, kind: K, input: K::Input) -> Result<Pid, SpawnError<P>>
+    where
+        K: Kind<P>,
+        P: Hosts<K>,
+    {
+        let (process, input) = P::host(kind, input);
+        self.submit(process, <P as Hosts<K>>::KIND, input)
+    }
+
+    /// [`submit_kind`](Scheduler::submit_kind), returning a handle to wait
+    /// for the process's outcome.
+    ///
+    /// # Errors
+    ///
+    /// As [`submit`](Scheduler::submit).
+    pub fn submit_kind_joinable<K>(
+        &self,
+        kind: K,
+        input: K::Input,
+    ) -> Result<JoinHandle<P>, SpawnError<P>>
+    where
+        K: Kind<P>,
+        P: Hosts<K>,
+    {
+        let (process, input) = P::host(kind, input);
+        self.submit_joinable(process, <P as Hosts<K>>::KIND, input)
     }
 }
 
