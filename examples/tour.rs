@@ -22,9 +22,9 @@
 //! The counts are deterministic: the run ends by checking every one of
 //! them (and that nothing was undelivered), so nothing can be lost quietly.
 //! It prints what ran, throughput, latency percentiles, the longest a
-//! ready process waited for a worker (sampled with
-//! `Scheduler::processes`, every 10 ms), the scheduler's counters and its
-//! shutdown report.
+//! ready process waited for a worker and the mailbox high-water mark
+//! (both sampled with `Scheduler::processes`, every 10 ms), the scheduler's
+//! counters and its shutdown report.
 
 use std::collections::BinaryHeap;
 use std::hint::black_box;
@@ -636,18 +636,29 @@ const DUMP_EVERY: Duration = Duration::from_millis(10);
 /// worker's 488 steps (see `ProcessInfo::since_change`). Waits shorter than
 /// the dump interval are mostly not seen: this is a lower bound of the
 /// true longest wait, to within a millisecond or two.
+///
+/// The same dumps give the mailbox high-water mark: the most events queued
+/// for one process (`ProcessInfo::queued`, counted because the scheduler is
+/// built with `count_queued_events`, an RMW per delivery).
 #[derive(Default)]
 struct ReadyWait {
     longest: Duration,
     pid: Option<Pid>,
     dumps: u64,
     ready_seen: u64,
+    most_queued: u32,
+    most_queued_pid: Option<Pid>,
 }
 
 impl ReadyWait {
     fn sample(&mut self, scheduler: &Scheduler<Node>) {
         self.dumps += 1;
         for p in scheduler.processes() {
+            let queued = p.queued.unwrap_or(0);
+            if queued > self.most_queued {
+                self.most_queued = queued;
+                self.most_queued_pid = Some(p.pid);
+            }
             if p.state == Lifecycle::Ready {
                 self.ready_seen += 1;
                 if p.since_change > self.longest || self.pid.is_none() {
@@ -660,6 +671,19 @@ impl ReadyWait {
 
     fn row(&self) -> String {
         let pid = self.pid.map_or("-".to_owned(), |p| p.to_string());
+        let deepest = self
+            .most_queued_pid
+            .map_or("-".to_owned(), |p| p.to_string());
+        format!(
+            "{}\n  {:<12} {:>39}  most events queued for one process in any dump \
+             (process {deepest}): the mailbox high-water mark seen",
+            self.wait_row(&pid),
+            "mailbox hwm",
+            self.most_queued
+        )
+    }
+
+    fn wait_row(&self, pid: &str) -> String {
         format!(
             "  {:<12} {:>39}  longest a Ready process waited for a worker (process {pid}), \
              in {} dumps every {} ms ({} Ready entries); ms resolution",
@@ -700,6 +724,8 @@ fn main() {
     });
     let hook_totals = Arc::clone(&totals);
     let scheduler = Scheduler::<Node>::builder()
+        // For the mailbox high-water mark (see `ReadyWait`).
+        .count_queued_events(true)
         .handler("cache", |cmd, completer| {
             let Cmd::Cache { key } = cmd else {
                 unreachable!("kind names the variant")

@@ -63,6 +63,26 @@
 //! scheduler.shutdown(Duration::from_secs(1));
 //! ```
 //!
+//! # What a step returns, and what the embedder brings
+//!
+//! [`Status::Wait`](process::Status::Wait): step me again when a completion
+//! of a command I yielded (or a cancel) arrives; messages wait for that step.
+//! [`Status::Idle`](process::Status::Idle): step me again when anything
+//! arrives, a message included. A step gets at most
+//! [`Builder::max_events_per_step`](sched::Builder::max_events_per_step)
+//! events; what it leaves in its vector comes first in the next.
+//!
+//! Handlers run on the worker that dispatched them, unless registered with
+//! [`Builder::blocking_handler`](sched::Builder::blocking_handler). Steps are
+//! not preempted (the long-step monitor asks them to yield). Outside threads
+//! and async tasks send with [`Scheduler::send`](sched::Scheduler::send),
+//! receive with a [`Receiver`](sched::Receiver) of their own
+//! ([`Scheduler::mailbox`](sched::Scheduler::mailbox),
+//! [`Scheduler::call`](sched::Scheduler::call)), and wait for processes with
+//! a [`JoinHandle`](sched::JoinHandle) (also a `Future`) or a
+//! [`JoinSet`](sched::JoinSet). The README's "What stepsched does not do for
+//! you" lists the rest.
+//!
 //! # Modules
 //!
 //! - [`process`]: the [`Process`](process::Process) trait, events, step
