@@ -18,6 +18,14 @@ use crate::sync::Ordering;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
+/// How the step's block ended: a process stepped (and whether what it
+/// carries must run it again), or an outside receiver's messages forwarded.
+enum After {
+    Carry(bool),
+    Forwarded { end: bool, more: bool },
+}
+use After::{Carry, Forwarded};
+
 impl<P: Process> Local<P> {
     pub(super) fn run_task(&mut self, task: Task<P>, watch: &StepWatch) {
         let slot = task.slot();
@@ -68,11 +76,7 @@ impl<P: Process> Local<P> {
     fn step(&mut self, task: Task<P>, last: bool, begun: Begun<'_>) {
         let slot = task.slot();
         let pid = begun.pid;
-        // SAFETY: we hold the process; the borrow ends with the statement.
-        if unsafe { slot.body() }.outside.is_some() {
-            return self.forward(task, last);
-        }
-        let (outcome, status, more) = {
+        let (outcome, status, more) = 'body: {
             // SAFETY: we hold the process (Running, from `run_task`'s
             // `start`); the borrow ends with this block, before `end_step`
             // or `close`.
@@ -81,7 +85,11 @@ impl<P: Process> Local<P> {
             if last {
                 self.events.push(Event::Cancel(Cancel::Terminate));
             }
-            let process = body.process.as_mut().expect("a Ready process has its body");
+            let Some(process) = body.process.as_mut() else {
+                // No process: an outside receiver's slot.
+                let (end, more) = self.forward(body);
+                break 'body (None, Status::Wait, Forwarded { end, more });
+            };
             let spawner = LocalSpawner {
                 shared: &self.shared,
                 free: &self.free,
@@ -132,7 +140,11 @@ impl<P: Process> Local<P> {
             } else if let Err(message) = self.dispatch(pid, body) {
                 outcome = Some(Err(ProcessError::Panicked(message)));
             }
-            (outcome, status, more)
+            (outcome, status, Carry(more))
+        };
+        let more = match more {
+            Carry(more) => more,
+            Forwarded { end, more } => return self.end_forward(task, end, more),
         };
 
         let park = match (outcome, status) {
@@ -163,32 +175,38 @@ impl<P: Process> Local<P> {
         }
     }
 
-    /// Runs an outside receiver's slot (`outside.rs`): moves its messages
-    /// into its inbox and parks it again, or ends it on a cancel.
-    fn forward(&mut self, task: Task<P>, last: bool) {
+    /// The step of an outside receiver's slot (`outside.rs`): moves the
+    /// messages collected for it into its inbox. Returns whether it must
+    /// end (a cancel: shutdown's, or a terminate's as the last step) and
+    /// whether events are still carried for it.
+    #[cold]
+    #[inline(never)]
+    fn forward(&mut self, body: &mut Body<P>) -> (bool, bool) {
+        let mut end = false;
+        let messages = self.events.drain(..).filter_map(|event| match event {
+            Event::Message(message) => Some(message),
+            Event::Cancel(_) => {
+                end = true;
+                None
+            }
+            // A receiver yields no command, so no completion is pending
+            // and `collect_events` reported any as unknown.
+            _ => None,
+        });
+        let inbox = body
+            .outside
+            .as_ref()
+            .expect("a slot without a process has an inbox");
+        inbox.push_all(messages);
+        (end, !body.carry.is_empty())
+    }
+
+    /// Ends an outside receiver's step: parks it Idle again (or requeues
+    /// it, with events still carried), or closes it.
+    #[cold]
+    #[inline(never)]
+    fn end_forward(&mut self, task: Task<P>, end: bool, more: bool) {
         let slot = task.slot();
-        let pid = slot.pid();
-        let (end, more) = {
-            // SAFETY: we hold the slot (Running); the borrow ends with this
-            // block, before `end_step` or `close`.
-            let body = unsafe { slot.body() };
-            self.collect_events(slot, body, pid);
-            let mut end = last;
-            let messages = self.events.drain(..).filter_map(|event| match event {
-                Event::Message(message) => Some(message),
-                // Shutdown's cancel (a terminate comes as `last`).
-                Event::Cancel(_) => {
-                    end = true;
-                    None
-                }
-                // A receiver yields no command, so no completion is pending
-                // and `collect_events` reported any as unknown.
-                Event::Completion { .. } => None,
-            });
-            let inbox = body.outside.as_ref().expect("a receiver has its inbox");
-            inbox.push_all(messages);
-            (end, !body.carry.is_empty())
-        };
         slot.count_step();
         self.counters().steps.add(1);
         if end {
