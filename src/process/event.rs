@@ -24,6 +24,18 @@ pub enum Event<P: Process> {
     /// before the shutdown timeout; after a [`Cancel::Terminate`] this step
     /// is its last, whatever status it returns.
     Cancel(Cancel),
+    /// A message this process sent from a step was refused, because the
+    /// mailbox of `to` is bounded and was full (see
+    /// [`Builder::mailbox_capacity`](crate::sched::Builder::mailbox_capacity)):
+    /// the message comes back, so that the process can retry, shed the
+    /// load or slow down. It wakes the process like a completion does
+    /// (from `Idle` and `Wait`).
+    Refused {
+        /// The process whose mailbox was full.
+        to: super::Pid,
+        /// The message, handed back.
+        message: P::Message,
+    },
 }
 
 impl<P: Process> fmt::Debug for Event<P> {
@@ -36,6 +48,10 @@ impl<P: Process> fmt::Debug for Event<P> {
                 .finish_non_exhaustive(),
             Event::Message(_) => f.write_str("Message(..)"),
             Event::Cancel(why) => f.debug_tuple("Cancel").field(why).finish(),
+            Event::Refused { to, .. } => f
+                .debug_struct("Refused")
+                .field("to", to)
+                .finish_non_exhaustive(),
         }
     }
 }

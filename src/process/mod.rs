@@ -57,7 +57,7 @@ pub mod state;
 
 pub use event::{Cancel, CommandError, Event};
 pub use kinds::{Hosts, Kind};
-pub use output::{SpawnError, Status, StepOutput};
+pub use output::{SpawnError, SpawnOptions, Status, StepOutput};
 pub use pid::Pid;
 
 pub(crate) use output::{Effects, Spawner};

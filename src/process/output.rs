@@ -23,7 +23,68 @@ pub enum Status<O> {
 /// ends. Implemented by the scheduler; a trait object here keeps the process
 /// model free of scheduler types.
 pub(crate) trait Spawner<P: Process> {
-    fn spawn(&self, process: P, method: &str, input: P::Input) -> Result<Pid, SpawnError<P>>;
+    fn spawn(
+        &self,
+        process: P,
+        method: &str,
+        input: P::Input,
+        options: SpawnOptions,
+    ) -> Result<Pid, SpawnError<P>>;
+}
+
+/// How to start one process, beyond its `init` arguments: given to
+/// [`Scheduler::submit_with`](crate::sched::Scheduler::submit_with) and
+/// [`StepOutput::spawn_with`]. The default takes every setting from the
+/// scheduler's [`Builder`](crate::sched::Builder).
+///
+/// ```
+/// use stepsched::process::SpawnOptions;
+///
+/// let bounded = SpawnOptions::new().mailbox_capacity(1_000);
+/// let unbounded = SpawnOptions::new().unbounded_mailbox();
+/// assert_ne!(bounded, unbounded);
+/// assert_eq!(SpawnOptions::new(), SpawnOptions::default());
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct SpawnOptions {
+    /// `None`: the builder's default; `Some(0)`: unbounded.
+    capacity: Option<u32>,
+}
+
+impl SpawnOptions {
+    /// Every setting from the scheduler's builder.
+    pub const fn new() -> Self {
+        SpawnOptions { capacity: None }
+    }
+
+    /// Bounds the process's mailbox to `messages` queued messages, whatever
+    /// the builder's default (see
+    /// [`Builder::mailbox_capacity`](crate::sched::Builder::mailbox_capacity)).
+    ///
+    /// # Panics
+    ///
+    /// If `messages` is 0: a mailbox that can hold nothing refuses every
+    /// message, which is never what is meant.
+    pub const fn mailbox_capacity(mut self, messages: u32) -> Self {
+        assert!(
+            messages > 0,
+            "SpawnOptions::mailbox_capacity(0): hold at least one message"
+        );
+        self.capacity = Some(messages);
+        self
+    }
+
+    /// Leaves the process's mailbox unbounded, whatever the builder's
+    /// default.
+    pub const fn unbounded_mailbox(mut self) -> Self {
+        self.capacity = Some(0);
+        self
+    }
+
+    /// The mailbox limit this asks for (0: unbounded), or `default`.
+    pub(crate) fn capacity_or(self, default: u32) -> u32 {
+        self.capacity.unwrap_or(default)
+    }
 }
 
 /// The side effects a step collects, in buffers the worker reuses.
@@ -172,7 +233,23 @@ impl<'a, P: Process> StepOutput<'a, P> {
         method: &str,
         input: P::Input,
     ) -> Result<Pid, SpawnError<P>> {
-        let pid = self.spawner.spawn(process, method, input)?;
+        self.spawn_with(process, method, input, SpawnOptions::new())
+    }
+
+    /// [`spawn`](StepOutput::spawn) with [`SpawnOptions`] (a mailbox
+    /// capacity of its own, say).
+    ///
+    /// # Errors
+    ///
+    /// As [`spawn`](StepOutput::spawn).
+    pub fn spawn_with(
+        &mut self,
+        process: P,
+        method: &str,
+        input: P::Input,
+        options: SpawnOptions,
+    ) -> Result<Pid, SpawnError<P>> {
+        let pid = self.spawner.spawn(process, method, input, options)?;
         self.effects.spawned.push(pid);
         Ok(pid)
     }

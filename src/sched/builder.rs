@@ -53,6 +53,7 @@ pub struct Builder<P: Process> {
     trace: Option<usize>,
     count_queued: bool,
     events_per_step: usize,
+    mailbox_capacity: Option<u32>,
     max_blocking_threads: usize,
     blocking_keep_alive: Duration,
 }
@@ -73,6 +74,7 @@ impl<P: Process> Builder<P> {
             trace: None,
             count_queued: false,
             events_per_step: DEFAULT_EVENTS_PER_STEP,
+            mailbox_capacity: None,
             max_blocking_threads: DEFAULT_MAX_BLOCKING_THREADS,
             blocking_keep_alive: DEFAULT_BLOCKING_KEEP_ALIVE,
         }
@@ -485,6 +487,39 @@ impl<P: Process> Builder<P> {
         self
     }
 
+    /// Bounds every process's mailbox to `messages` queued messages (at
+    /// least 1: [`build`](Builder::build) refuses 0). Default: unbounded.
+    /// A process may be given its own capacity, or none, with
+    /// [`SpawnOptions`](crate::process::SpawnOptions).
+    ///
+    /// Only messages count and only messages are refused: completions,
+    /// cancels and the scheduler's own events are bounded by what the
+    /// process asked for and always get in. When the mailbox is full:
+    ///
+    /// - [`Scheduler::send`](super::Scheduler::send) hands the message back
+    ///   in [`SendError::Full`](super::SendError::Full), at once;
+    ///   [`Scheduler::send_timeout`](super::Scheduler::send_timeout) parks
+    ///   the calling thread until a drain makes room or the time is up.
+    /// - A send from a step is neither dropped nor blocked (a worker must
+    ///   never wait on another process): the message comes back to its
+    ///   sender as [`Event::Refused`](crate::process::Event::Refused) in
+    ///   its next step, which comes soon (a refusal wakes it like a
+    ///   completion). The sender decides: retry, shed, or slow down. This
+    ///   is why the policy is not "block the sender": a blocked step would
+    ///   hold its worker, and two processes full of each other's messages
+    ///   would deadlock the scheduler.
+    ///
+    /// The count is exact (never more than `messages` queued, and a sender
+    /// that sees the drain's release finds room): a sender reserves a place
+    /// with a CAS beside the state word it already touches, and the
+    /// process gives back a whole step's places with one RMW. See
+    /// `src/sched/bound.rs`. Unbounded mailboxes pay one load and branch
+    /// per message.
+    pub fn mailbox_capacity(mut self, messages: u32) -> Self {
+        self.mailbox_capacity = Some(messages);
+        self
+    }
+
     /// Starts the workers.
     ///
     /// # Errors
@@ -527,6 +562,8 @@ impl<P: Process> Builder<P> {
             monitored: self.monitor.is_some(),
             count_queued: self.count_queued,
             events_per_step: self.events_per_step,
+            // 0: unbounded (refused above as a setting).
+            mailbox_capacity: self.mailbox_capacity.unwrap_or(0),
             blocking: PoolConfig {
                 max_threads: self.max_blocking_threads,
                 keep_alive: self.blocking_keep_alive,
@@ -568,6 +605,10 @@ impl<P: Process> Builder<P> {
             (
                 self.trace == Some(0),
                 "trace(0): a trace ring holds at least 1 event",
+            ),
+            (
+                self.mailbox_capacity == Some(0),
+                "mailbox_capacity(0): a mailbox holds at least 1 message",
             ),
             (
                 self.events_per_step == 0,

@@ -13,13 +13,19 @@ pub enum SendError<M> {
     Finished(M),
     /// The scheduler is shutting down.
     ShuttingDown(M),
+    /// The process's mailbox is bounded and full
+    /// ([`Builder::mailbox_capacity`](super::Builder::mailbox_capacity)).
+    Full(M),
 }
 
 impl<M> SendError<M> {
     /// The message that was not delivered.
     pub fn into_inner(self) -> M {
         match self {
-            SendError::NoSuchProcess(m) | SendError::Finished(m) | SendError::ShuttingDown(m) => m,
+            SendError::NoSuchProcess(m)
+            | SendError::Finished(m)
+            | SendError::ShuttingDown(m)
+            | SendError::Full(m) => m,
         }
     }
 }
@@ -30,6 +36,7 @@ impl<M> fmt::Debug for SendError<M> {
             SendError::NoSuchProcess(_) => "NoSuchProcess",
             SendError::Finished(_) => "Finished",
             SendError::ShuttingDown(_) => "ShuttingDown",
+            SendError::Full(_) => "Full",
         };
         write!(f, "{name}(..)")
     }
@@ -41,6 +48,7 @@ impl<M> fmt::Display for SendError<M> {
             SendError::NoSuchProcess(_) => "send failed: no such process",
             SendError::Finished(_) => "send failed: the process has finished",
             SendError::ShuttingDown(_) => "send failed: the scheduler is shutting down",
+            SendError::Full(_) => "send failed: the process's mailbox is full",
         })
     }
 }

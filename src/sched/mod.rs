@@ -63,6 +63,8 @@ mod worker;
 // list, the process dump's figures and read, and the long-step monitor's
 // seqlock are modelled by loom, so they build in both worlds.
 #[doc(hidden)]
+pub mod bound;
+#[doc(hidden)]
 pub mod figures;
 #[doc(hidden)]
 pub mod idle;

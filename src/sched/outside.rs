@@ -330,6 +330,45 @@ impl<M> fmt::Display for CallError<M> {
 impl<M> std::error::Error for CallError<M> {}
 
 impl<P: Process> Scheduler<P> {
+    /// [`send`](Scheduler::send), waiting at most `timeout` for room if the
+    /// process's mailbox is bounded and full
+    /// ([`Builder::mailbox_capacity`](super::Builder::mailbox_capacity)):
+    /// the thread parks until a drain of a full mailbox makes room (no
+    /// spinning), then tries again.
+    ///
+    /// # Errors
+    ///
+    /// As [`send`](Scheduler::send), the message handed back;
+    /// [`SendError::Full`] if there was no room within `timeout`.
+    pub fn send_timeout(
+        &self,
+        to: Pid,
+        message: P::Message,
+        timeout: Duration,
+    ) -> Result<(), SendError<P::Message>> {
+        let message = match self.send(to, message) {
+            Err(SendError::Full(message)) => message,
+            done => return done,
+        };
+        let mut message = Some(message);
+        let deadline = Instant::now() + timeout;
+        let sent = self.shared.room.wait(deadline, || {
+            let m = message.take().expect("taken only by a failed attempt");
+            match self.send(to, m) {
+                Err(SendError::Full(m)) => {
+                    message = Some(m);
+                    None
+                }
+                done => Some(done),
+            }
+        });
+        sent.unwrap_or_else(|| {
+            Err(SendError::Full(
+                message.expect("a timed-out wait leaves the message"),
+            ))
+        })
+    }
+
     /// A receiver with its own PID, for a thread or task that is not a
     /// process to receive messages (see [`Receiver`]).
     ///
@@ -346,7 +385,7 @@ impl<P: Process> Scheduler<P> {
         let occupant = Occupant::Outside(Arc::clone(&inbox));
         let slot = shared
             .table
-            .insert(occupant, None, shared.clock.now())
+            .insert(occupant, 0, None, shared.clock.now())
             .map_err(|_| SpawnRefused::AtCapacity)?;
         // The creator half of the Dekker pair in `phase.rs`, as in
         // `Shared::create`: a shutdown that began meanwhile either is seen

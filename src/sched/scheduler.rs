@@ -17,7 +17,7 @@ use super::worker::Local;
 use crate::deque::Worker;
 use crate::padded::CachePadded;
 use crate::process::state::{Lifecycle, Notify, Wake};
-use crate::process::{Cancel, Event, Hosts, Kind, Pid, Process, SpawnError};
+use crate::process::{Cancel, Event, Hosts, Kind, Pid, Process, SpawnError, SpawnOptions};
 use crate::sync::{AtomicU64, Ordering};
 use core::fmt;
 use std::io;
@@ -139,6 +139,7 @@ impl<P: Process> Scheduler<P> {
             handlers,
             blocking,
             hooks,
+            room: super::bound::Room::new(),
             config,
             phase: super::phase::Phase::new(),
             submitted: AtomicU64::new(0),
@@ -188,7 +189,7 @@ impl<P: Process> Scheduler<P> {
     /// [`SpawnError`] hands the process back if the scheduler is shutting
     /// down or at its process limit, or if `init` failed or panicked.
     pub fn submit(&self, process: P, method: &str, input: P::Input) -> Result<Pid, SpawnError<P>> {
-        self.submit_inner(process, method, input, None)
+        self.submit_inner(process, method, input, None, SpawnOptions::new())
     }
 
     /// Like [`submit`](Scheduler::submit), and returns a handle to wait for
@@ -205,7 +206,7 @@ impl<P: Process> Scheduler<P> {
     ) -> Result<JoinHandle<P>, SpawnError<P>> {
         let cell = Arc::new(JoinCell::new());
         let joiner = Joiner::One(Arc::clone(&cell));
-        let pid = self.submit_inner(process, method, input, Some(joiner))?;
+        let pid = self.submit_inner(process, method, input, Some(joiner), SpawnOptions::new())?;
         Ok(JoinHandle::new(pid, cell))
     }
 
@@ -224,8 +225,52 @@ impl<P: Process> Scheduler<P> {
         input: P::Input,
     ) -> Result<Pid, SpawnError<P>> {
         let joiner = set.add();
-        self.submit_inner(process, method, input, Some(joiner))
+        self.submit_inner(process, method, input, Some(joiner), SpawnOptions::new())
             .inspect_err(|_| set.cancel_add())
+    }
+
+    /// [`submit`](Scheduler::submit) with [`SpawnOptions`] (a mailbox
+    /// capacity of its own, say).
+    ///
+    /// ```
+    /// # use stepsched::process::{Event, NoCommand, Process, StepOutput};
+    /// # struct Job;
+    /// # impl Process for Job {
+    /// #     type Input = (); type Message = (); type Command = NoCommand;
+    /// #     type Reply = (); type Output = (); type Error = ();
+    /// #     fn init(&mut self, _: &str, _: ()) -> Result<(), ()> { Ok(()) }
+    /// #     fn step(&mut self, _: &mut Vec<Event<Self>>, out: &mut StepOutput<'_, Self>) -> Result<(), ()> {
+    /// #         out.set_status(stepsched::process::Status::Idle); Ok(())
+    /// #     }
+    /// # }
+    /// use stepsched::process::SpawnOptions;
+    /// use stepsched::sched::{Scheduler, SendError};
+    ///
+    /// let scheduler = Scheduler::builder().workers(1).build()?;
+    /// let options = SpawnOptions::new().mailbox_capacity(1);
+    /// let pid = scheduler.submit_with(Job, "", (), options).unwrap();
+    /// // Room for one message until the process takes it.
+    /// let mut refused = 0;
+    /// for _ in 0..1000 {
+    ///     if let Err(SendError::Full(())) = scheduler.send(pid, ()) {
+    ///         refused += 1;
+    ///     }
+    /// }
+    /// assert!(refused > 0);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`submit`](Scheduler::submit).
+    pub fn submit_with(
+        &self,
+        process: P,
+        method: &str,
+        input: P::Input,
+        options: SpawnOptions,
+    ) -> Result<Pid, SpawnError<P>> {
+        self.submit_inner(process, method, input, None, options)
     }
 
     fn submit_inner(
@@ -234,9 +279,10 @@ impl<P: Process> Scheduler<P> {
         method: &str,
         input: P::Input,
         joiner: Option<Joiner<P>>,
+        options: SpawnOptions,
     ) -> Result<Pid, SpawnError<P>> {
         let shared = &*self.shared;
-        let slot = shared.create(process, method, input, joiner, None)?;
+        let slot = shared.create(process, method, input, joiner, options, None)?;
         let pid = slot.pid();
         // Relaxed: a statistic.
         shared.submitted.fetch_add(1, Ordering::Relaxed);
@@ -267,6 +313,7 @@ impl<P: Process> Scheduler<P> {
                     Refusal::NoSuchProcess => SendError::NoSuchProcess(message),
                     Refusal::Finished => SendError::Finished(message),
                     Refusal::ShuttingDown => SendError::ShuttingDown(message),
+                    Refusal::Full => SendError::Full(message),
                 }
             })
     }

@@ -4,6 +4,7 @@
 //! and the delivery path.
 
 use super::blocking::{Pool, PoolConfig};
+use super::bound::Room;
 use super::clock::CoarseClock;
 use super::error::TerminateError;
 use super::global::GlobalQueue;
@@ -18,7 +19,7 @@ use crate::mpsc::NodeCache;
 use crate::padded::CachePadded;
 use crate::process::state::{Lifecycle, Notify, Wake};
 use crate::process::{
-    panic_message, Event, Outcome, Pid, Process, ProcessError, SpawnError, Spawner,
+    panic_message, Event, Outcome, Pid, Process, ProcessError, SpawnError, SpawnOptions, Spawner,
 };
 use crate::sync::{AtomicU64, Ordering};
 use core::cell::RefCell;
@@ -45,6 +46,9 @@ pub(crate) struct Config {
     pub(crate) count_queued: bool,
     /// The most events handed to one step ([`Builder::max_events_per_step`](super::Builder::max_events_per_step)).
     pub(crate) events_per_step: usize,
+    /// The default mailbox capacity (0: unbounded;
+    /// [`Builder::mailbox_capacity`](super::Builder::mailbox_capacity)).
+    pub(crate) mailbox_capacity: u32,
     /// The blocking pool's settings.
     pub(crate) blocking: PoolConfig,
 }
@@ -171,6 +175,8 @@ pub(crate) enum Refusal {
     NoSuchProcess,
     Finished,
     ShuttingDown,
+    /// The process's bounded mailbox is full.
+    Full,
 }
 
 impl Refusal {
@@ -188,6 +194,8 @@ pub(crate) struct Shared<P: Process> {
     /// not the shared state.
     pub(crate) blocking: std::sync::Arc<Pool<P>>,
     pub(crate) hooks: Hooks<P>,
+    /// Outside senders waiting for room in a bounded mailbox (`bound.rs`).
+    pub(crate) room: Room,
     pub(crate) config: Config,
     pub(crate) phase: Phase,
     pub(crate) submitted: AtomicU64,
@@ -221,6 +229,7 @@ impl<P: Process> Shared<P> {
         method: &str,
         input: P::Input,
         joiner: Option<Joiner<P>>,
+        options: SpawnOptions,
         local: Option<&mut FreeCache>,
     ) -> Result<&Slot<P>, SpawnError<P>> {
         if self.phase() != phase::RUNNING {
@@ -241,7 +250,8 @@ impl<P: Process> Shared<P> {
             }
         }
         let occupant = Occupant::Process(process, joiner);
-        let slot = match self.table.insert(occupant, local, self.clock.now()) {
+        let limit = options.capacity_or(self.config.mailbox_capacity);
+        let slot = match self.table.insert(occupant, limit, local, self.clock.now()) {
             Ok(slot) => slot,
             Err((Occupant::Process(process, _), _full)) => {
                 return Err(SpawnError::AtCapacity(process))
@@ -280,12 +290,17 @@ impl<P: Process> Shared<P> {
         drop(body.outside.take());
         // Events sent to it meanwhile: shutdown's own cancel is dropped,
         // anything else (a sender that guessed the PID) is reported.
+        let mut places = 0;
         // SAFETY: we hold the process: the only consumer of its queue.
         while let Some(envelope) = unsafe { slot.events.pop() } {
+            places += u32::from(envelope.counted);
             if !matches!(envelope.event, Event::Cancel(_)) {
                 let to = Pid::new(slot.index(), envelope.generation);
                 self.undelivered(to, envelope.event);
             }
+        }
+        if places != 0 {
+            self.release(slot, places);
         }
         self.table.withdraw(slot);
         process
@@ -328,8 +343,18 @@ impl<P: Process> Shared<P> {
             Lifecycle::Complete => return Err((Refusal::Finished, event)),
             _ => {}
         }
+        // A message to a bounded mailbox takes a place first (`bound.rs`);
+        // an unbounded one (limit 0) pays this load and branch only.
+        let counted = matches!(kind, Wake::Message) && {
+            let limit = slot.bound.limit();
+            if limit != 0 && !slot.bound.try_reserve(limit) {
+                return Err((Refusal::Full, event));
+            }
+            limit != 0
+        };
         let envelope = Envelope {
             generation: pid.generation(),
+            counted,
             event,
         };
         // Counted before the push, so that no pop can come before its count
@@ -369,6 +394,16 @@ impl<P: Process> Shared<P> {
                 Ok(true)
             }
             None => Ok(false),
+        }
+    }
+
+    /// Gives back `places` of `slot`'s bounded mailbox (messages its holder
+    /// drained), and wakes the outside senders waiting for room if the
+    /// mailbox was full.
+    pub(crate) fn release(&self, slot: &Slot<P>, places: u32) {
+        let before = slot.bound.release(places);
+        if before >= slot.bound.limit() {
+            self.room.made();
         }
     }
 
@@ -484,10 +519,16 @@ pub(crate) struct LocalSpawner<'a, P: Process> {
 }
 
 impl<P: Process> Spawner<P> for LocalSpawner<'_, P> {
-    fn spawn(&self, process: P, method: &str, input: P::Input) -> Result<Pid, SpawnError<P>> {
+    fn spawn(
+        &self,
+        process: P,
+        method: &str,
+        input: P::Input,
+        options: SpawnOptions,
+    ) -> Result<Pid, SpawnError<P>> {
         let mut free = self.free.borrow_mut();
         self.shared
-            .create(process, method, input, None, Some(&mut free))
+            .create(process, method, input, None, options, Some(&mut free))
             .map(Slot::pid)
     }
 }

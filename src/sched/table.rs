@@ -28,6 +28,7 @@ use crate::process::{Event, Pid, Process};
 use crate::sync::{AtomicU32, AtomicU64, Ordering, UnsafeCell};
 use core::ptr::NonNull;
 
+use super::bound::Bound;
 use super::figures::{Figures, QueueCounts};
 use super::join::Joiner;
 use super::outside::Inbox;
@@ -36,6 +37,9 @@ use super::slab::{FreeList, Pages};
 /// An event and the generation of the process it was sent to.
 pub(crate) struct Envelope<P: Process> {
     pub(crate) generation: u32,
+    /// Whether the event holds a place in a bounded mailbox (see
+    /// `bound.rs`): the drain that takes it gives the place back.
+    pub(crate) counted: bool,
     pub(crate) event: Event<P>,
 }
 
@@ -82,6 +86,9 @@ pub(crate) struct Slot<P: Process> {
     /// head), for the process dump; see `figures.rs`.
     pub(crate) counts: QueueCounts,
     pub(crate) state: StateWord,
+    /// The mailbox's capacity and count, if bounded (`bound.rs`): read and
+    /// reserved by every delivery of a message, next to the state word.
+    pub(crate) bound: Bound,
     /// Step count, last worker and stamp, for the process dump (and the
     /// last worker as a hint for remote wakeups); see `figures.rs`.
     pub(crate) figures: Figures,
@@ -107,6 +114,7 @@ impl<P: Process> Slot<P> {
             state: StateWord::new(),
             events: Mailbox::new(),
             counts: QueueCounts::new(),
+            bound: Bound::new(),
             body: UnsafeCell::new(Body {
                 process: None,
                 pending: Vec::new(),
@@ -305,6 +313,7 @@ impl<P: Process> Table<P> {
     pub(crate) fn insert(
         &self,
         occupant: Occupant<P>,
+        limit: u32,
         local: Option<&mut FreeCache>,
         now: u64,
     ) -> Result<&Slot<P>, (Occupant<P>, Full)> {
@@ -351,6 +360,7 @@ impl<P: Process> Table<P> {
         // Before `activate`, so a dump that sees the new process sees the
         // reset, not its predecessor's figures (`figures.rs`).
         slot.figures.reset(now);
+        slot.bound.set_limit(limit);
         let _generation = slot.state.activate();
         Ok(slot)
     }
@@ -469,21 +479,34 @@ mod tests {
     }
 
     #[test]
+    fn the_counted_flag_fits_in_the_envelopes_padding() {
+        use super::Envelope;
+        use core::mem::size_of;
+        assert_eq!(
+            size_of::<Envelope<Nop>>(),
+            size_of::<(u32, Event<Nop>)>(),
+            "a bounded mailbox's flag made every queued event bigger"
+        );
+    }
+
+    #[test]
     fn freed_slots_are_reused_with_a_new_generation() {
         let table = Table::<Nop>::new(1, Some(2));
         let mut cache = super::FreeCache::default();
         let a = table
-            .insert(Occupant::Process(Nop, None), None, 0)
+            .insert(Occupant::Process(Nop, None), 0, None, 0)
             .ok()
             .expect("room for a");
         let pid_a = a.pid();
         let b = table
-            .insert(Occupant::Process(Nop, None), None, 0)
+            .insert(Occupant::Process(Nop, None), 0, None, 0)
             .ok()
             .expect("room for b");
         assert_ne!(pid_a.index(), b.pid().index());
         assert!(
-            table.insert(Occupant::Process(Nop, None), None, 0).is_err(),
+            table
+                .insert(Occupant::Process(Nop, None), 0, None, 0)
+                .is_err(),
             "limit of 2"
         );
         assert_eq!(
@@ -493,7 +516,7 @@ mod tests {
         a.state.complete();
         table.remove(a, 0, &mut cache);
         let c = table
-            .insert(Occupant::Process(Nop, None), Some(&mut cache), 0)
+            .insert(Occupant::Process(Nop, None), 0, Some(&mut cache), 0)
             .ok()
             .expect("a's slot is free again");
         assert_eq!(c.pid().index(), pid_a.index());
@@ -510,7 +533,7 @@ mod tests {
         let table = Table::<Nop>::new(1, None);
         let mut cache = super::FreeCache::default();
         let first = table
-            .insert(Occupant::Process(Nop, None), None, 0)
+            .insert(Occupant::Process(Nop, None), 0, None, 0)
             .ok()
             .expect("room");
         let index = first.pid().index();
@@ -522,7 +545,7 @@ mod tests {
         // Reuse the slot until it reaches its last generation.
         for expected in [LAST_GENERATION - 2, LAST_GENERATION - 1] {
             let slot = table
-                .insert(Occupant::Process(Nop, None), Some(&mut cache), 0)
+                .insert(Occupant::Process(Nop, None), 0, Some(&mut cache), 0)
                 .ok()
                 .expect("room");
             assert_eq!(slot.pid().index(), index, "the worker reuses its slot");
@@ -533,7 +556,7 @@ mod tests {
         }
         assert_eq!(table.retired(), 1);
         let next = table
-            .insert(Occupant::Process(Nop, None), Some(&mut cache), 0)
+            .insert(Occupant::Process(Nop, None), 0, Some(&mut cache), 0)
             .ok()
             .expect("room");
         assert_ne!(next.pid().index(), index, "a retired slot is not reused");

@@ -85,7 +85,7 @@ fn a_half_done_push_makes_idle_workers_back_off_not_spin_on_the_sleepers_lock() 
     let shared = &*scheduler.shared;
     let cell = Arc::new(JoinCell::new());
     let joiner = crate::sched::join::Joiner::One(Arc::clone(&cell));
-    let slot = (shared.create(gated(), "run", (), Some(joiner), None))
+    let slot = (shared.create(gated(), "run", (), Some(joiner), Default::default(), None))
         .unwrap_or_else(|_| panic!("create"));
     let stalled = JoinHandle::new(slot.pid(), cell);
     let pending = shared.global.push_mid_link(Task::new(slot));

@@ -10,7 +10,7 @@ use crate::process::{
     StepOutput,
 };
 use crate::sched::handler::Completer;
-use crate::sched::shared::{phase, LocalSpawner};
+use crate::sched::shared::{phase, LocalSpawner, Refusal};
 use crate::sched::table::{Body, Envelope, Slot, Task};
 use crate::sched::trace::{self, Kind};
 use crate::sched::watch::StepWatch;
@@ -109,7 +109,7 @@ impl<P: Process> Local<P> {
             // runs again rather than parking, as if they had just arrived.
             // A carry of messages alone leaves a waiting process asleep;
             // they come with the completion that wakes it.
-            let more = match status {
+            let mut more = match status {
                 Status::Idle => !body.carry.is_empty(),
                 Status::Wait => full || body.carry.iter().any(|e| !matches!(e, Event::Message(_))),
                 _ => false,
@@ -133,7 +133,9 @@ impl<P: Process> Local<P> {
                 Err(panic) => Some(Err(ProcessError::Panicked(panic_message(&*panic)))),
             };
             self.apply_spawns();
-            self.apply_sends();
+            // A message refused by a full mailbox comes back as an event,
+            // which wakes the sender like a completion.
+            more |= self.apply_sends(&mut body.carry);
             let ending = outcome.is_some() || last || matches!(status, Status::Done(_));
             if ending {
                 self.effects.commands.clear();
@@ -242,11 +244,13 @@ impl<P: Process> Local<P> {
         }
         let cap = self.shared.config.events_per_step;
         let mut drained = 0;
+        let mut places = 0;
         let mut full = false;
         // SAFETY: we hold the process (Running), which makes us the queue's
         // only consumer.
         while let Some(envelope) = unsafe { slot.events.pop_with(&mut self.nodes) } {
             drained += 1;
+            places += u32::from(envelope.counted);
             let Some(event) = self.accept(envelope, body, pid) else {
                 continue;
             };
@@ -260,7 +264,11 @@ impl<P: Process> Local<P> {
                 break;
             }
         }
-        // Once per step, for the process dump's queued figure.
+        // Once per step: a bounded mailbox's places, and the process dump's
+        // queued figure.
+        if places != 0 {
+            self.shared.release(slot, places);
+        }
         if self.shared.config.count_queued {
             slot.count_drained(drained);
         }
@@ -325,9 +333,24 @@ impl<P: Process> Local<P> {
         self.queued_locally(moved);
     }
 
-    fn apply_sends(&mut self) {
+    /// Delivers the step's messages. One refused by a full mailbox goes
+    /// back to the sender, into `carry` as [`Event::Refused`], and so does
+    /// every later one of this step to the same process, even if room
+    /// appeared meanwhile: a message is accepted only if every earlier one
+    /// of the step to that process was, so resending what comes back, in
+    /// order, keeps the sender's order. Returns whether any was refused.
+    fn apply_sends(&mut self, carry: &mut Vec<Event<P>>) -> bool {
         let mut displaced = 0;
+        let mut refused = false;
         for (to, message) in self.effects.sends.drain(..) {
+            if refused
+                && carry
+                    .iter()
+                    .any(|e| matches!(e, Event::Refused { to: t, .. } if *t == to))
+            {
+                carry.push(Event::Refused { to, message });
+                continue;
+            }
             let nodes = Some(&mut self.nodes);
             match self
                 .shared
@@ -343,10 +366,15 @@ impl<P: Process> Local<P> {
                     }
                 }
                 Ok(None) => {}
+                Err((Refusal::Full, Event::Message(message))) => {
+                    carry.push(Event::Refused { to, message });
+                    refused = true;
+                }
                 Err((_, event)) => self.shared.undelivered(to, event),
             }
         }
         self.queued_locally(displaced);
+        refused
     }
 
     /// Hands each yielded command to its handler (a blocking handler's is
@@ -427,12 +455,17 @@ impl<P: Process> Local<P> {
             }
         }
         let mut drained = 0;
+        let mut places = 0;
         // SAFETY: we still hold the process (Complete, not yet freed): the
         // only consumer of its queue.
         while let Some(envelope) = unsafe { slot.events.pop_with(&mut self.nodes) } {
             drained += 1;
+            places += u32::from(envelope.counted);
             let to = Pid::new(pid.index(), envelope.generation);
             self.shared.undelivered(to, envelope.event);
+        }
+        if places != 0 {
+            self.shared.release(slot, places);
         }
         if self.shared.config.count_queued {
             slot.count_drained(drained);
