@@ -330,7 +330,6 @@ fn main() {
         });
         let handle = scheduler
             .submit_joinable(placeholder, "supervise", Input::Supervisor(args))
-            .ok()
             .expect("submitted");
         match handle.join() {
             Ok(summary) => println!("  supervisor: {summary}\n"),
