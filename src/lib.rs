@@ -87,7 +87,10 @@
 //!
 //! - [`process`]: the [`Process`](process::Process) trait, events, step
 //!   output, PIDs and the per-process state word; several kinds of process
-//!   in one scheduler ([`process::kinds`], the [`kinds!`] macro).
+//!   in one scheduler ([`process::kinds`], the [`kinds!`] macro); monitors
+//!   and links ([`StepOutput::monitor`](process::StepOutput::monitor),
+//!   [`Event::Down`](process::Event::Down), [`ExitReason`](process::ExitReason);
+//!   a supervisor built on them is `examples/supervisor.rs`).
 //! - [`sched`]: the [`Scheduler`](sched::Scheduler): workers, run queues,
 //!   message routing, command dispatch (and a pool of threads for blocking
 //!   handlers), parking and shutdown; a long-step monitor with cooperative

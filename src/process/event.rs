@@ -36,6 +36,22 @@ pub enum Event<P: Process> {
         /// The message, handed back.
         message: P::Message,
     },
+    /// A process this one monitors ([`StepOutput::monitor`]) has ended, or
+    /// one linked to it ([`StepOutput::link`]) has ended while this one
+    /// traps exits ([`StepOutput::trap_exits`]). Comes once per monitor
+    /// (and once per link), never after the step that called
+    /// [`demonitor`] (or `unlink`).
+    ///
+    /// [`StepOutput::monitor`]: super::StepOutput::monitor
+    /// [`StepOutput::link`]: super::StepOutput::link
+    /// [`StepOutput::trap_exits`]: super::StepOutput::trap_exits
+    /// [`demonitor`]: super::StepOutput::demonitor
+    Down {
+        /// The process that ended (the PID the monitor or link named).
+        pid: super::Pid,
+        /// How it ended.
+        reason: super::ExitReason,
+    },
 }
 
 impl<P: Process> fmt::Debug for Event<P> {
@@ -52,6 +68,11 @@ impl<P: Process> fmt::Debug for Event<P> {
                 .debug_struct("Refused")
                 .field("to", to)
                 .finish_non_exhaustive(),
+            Event::Down { pid, reason } => f
+                .debug_struct("Down")
+                .field("pid", pid)
+                .field("reason", reason)
+                .finish(),
         }
     }
 }

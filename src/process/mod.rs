@@ -50,17 +50,19 @@
 //! loom models of these races are in `loom-tests/tests/state.rs`.
 
 mod event;
+mod exit;
 pub mod kinds;
 mod output;
 mod pid;
 pub mod state;
 
 pub use event::{Cancel, CommandError, Event};
+pub use exit::{ExitReason, Summary};
 pub use kinds::{Hosts, Kind};
 pub use output::{SpawnError, SpawnOptions, Status, StepOutput};
 pub use pid::Pid;
 
-pub(crate) use output::{Effects, Spawner};
+pub(crate) use output::{Effects, LinkOp, Spawner};
 
 use core::fmt;
 

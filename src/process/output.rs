@@ -92,6 +92,20 @@ pub(crate) struct Effects<P: Process> {
     pub(crate) commands: Vec<(u64, P::Command)>,
     pub(crate) sends: Vec<(Pid, P::Message)>,
     pub(crate) spawned: Vec<Pid>,
+    /// Monitor and link requests, in the order the step made them
+    /// (applied by `src/sched/worker/signals.rs`). Unallocated until used.
+    pub(crate) links: Vec<LinkOp>,
+}
+
+/// A monitor or link request of a step ([`StepOutput::monitor`] and the
+/// others).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LinkOp {
+    Monitor(Pid),
+    Demonitor(Pid),
+    Link(Pid),
+    Unlink(Pid),
+    TrapExits(bool),
 }
 
 impl<P: Process> Effects<P> {
@@ -100,6 +114,7 @@ impl<P: Process> Effects<P> {
             commands: Vec::new(),
             sends: Vec::new(),
             spawned: Vec::new(),
+            links: Vec::new(),
         }
     }
 }
@@ -294,6 +309,105 @@ impl<'a, P: Process> StepOutput<'a, P> {
     {
         let (process, input) = P::host(kind, input);
         self.spawn(process, <P as super::Hosts<K>>::KIND, input)
+    }
+}
+
+impl<P: Process> StepOutput<'_, P> {
+    /// Monitors `pid`: when it ends, this process receives
+    /// [`Event::Down`](super::Event::Down)` { pid, reason }` exactly once
+    /// (Erlang's `erlang:monitor(process, Pid)`). If `pid` has already
+    /// ended or never existed, the `Down` comes at once with
+    /// [`ExitReason::NoProc`](super::ExitReason::NoProc); if it ends while
+    /// the monitor is being set, the `Down` has either its reason or
+    /// `NoProc`, never both. A stale `pid` never yields a `Down` about a
+    /// newer process in the same slot.
+    ///
+    /// Unlike Erlang, a process holds at most one monitor per target:
+    /// monitoring a PID it already monitors does nothing (one `Down`), and
+    /// monitoring itself does nothing. Monitors of a child spawned in the
+    /// same step are set before the child is queued, so they never race
+    /// its end.
+    ///
+    /// ```
+    /// use stepsched::process::{Event, ExitReason, NoCommand, Pid, Process, StepOutput};
+    ///
+    /// /// Waits for one process to end and finishes with how it ended.
+    /// struct Watcher { target: Option<Pid> }
+    ///
+    /// impl Process for Watcher {
+    ///     type Input = Pid;
+    ///     type Message = ();
+    ///     type Command = NoCommand;
+    ///     type Reply = ();
+    ///     type Output = ExitReason;
+    ///     type Error = ();
+    ///
+    ///     fn init(&mut self, _: &str, target: Pid) -> Result<(), ()> {
+    ///         self.target = Some(target);
+    ///         Ok(())
+    ///     }
+    ///
+    ///     fn step(&mut self, events: &mut Vec<Event<Self>>, out: &mut StepOutput<'_, Self>) -> Result<(), ()> {
+    ///         if let Some(target) = self.target.take() {
+    ///             out.monitor(target); // first step
+    ///         }
+    ///         for event in events.drain(..) {
+    ///             if let Event::Down { reason, .. } = event {
+    ///                 out.done(reason);
+    ///             }
+    ///         }
+    ///         Ok(())
+    ///     }
+    /// }
+    /// ```
+    pub fn monitor(&mut self, pid: Pid) {
+        self.effects.links.push(LinkOp::Monitor(pid));
+    }
+
+    /// Removes the monitor of `pid`, if any: no
+    /// [`Event::Down`](super::Event::Down) about it reaches a step after
+    /// this one, even if `pid` ended meanwhile (Erlang's `demonitor(Ref,
+    /// [flush])`).
+    pub fn demonitor(&mut self, pid: Pid) {
+        self.effects.links.push(LinkOp::Demonitor(pid));
+    }
+
+    /// Links this process with `pid`: when either ends other than with
+    /// [`Status::Done`], the other is ended too (its outcome
+    /// [`ProcessError::Terminated`](super::ProcessError::Terminated), its
+    /// watchers told [`ExitReason::Linked`](super::ExitReason::Linked)),
+    /// unless it [traps exits](Self::trap_exits): then it receives
+    /// [`Event::Down`](super::Event::Down) instead and goes on. A normal
+    /// end only removes the link (a trapping process is told, with
+    /// [`ExitReason::Done`](super::ExitReason::Done)). Linking a process
+    /// that has already ended is its abnormal end
+    /// ([`ExitReason::NoProc`](super::ExitReason::NoProc)), as in Erlang.
+    ///
+    /// A process ended by a link ends without another step (as Erlang's
+    /// exit signal kills at once), between two of its steps: a step is
+    /// never interrupted. Linking an already-linked PID, or itself, does
+    /// nothing.
+    pub fn link(&mut self, pid: Pid) {
+        self.effects.links.push(LinkOp::Link(pid));
+    }
+
+    /// Removes the link with `pid`, if any, on both sides: no exit from it
+    /// reaches this process after this step.
+    pub fn unlink(&mut self, pid: Pid) {
+        self.effects.links.push(LinkOp::Unlink(pid));
+    }
+
+    /// Whether the abnormal end of a linked process ends this one (`false`,
+    /// the default) or comes as an [`Event::Down`](super::Event::Down)
+    /// (`true`), from the next step on: Erlang's
+    /// `process_flag(trap_exit, true)`, except that a trapped exit is a
+    /// `Down` (not an `'EXIT'` message) and that nothing, not even a
+    /// [`Scheduler::terminate`](crate::sched::Scheduler::terminate),
+    /// is an untrappable `kill` signal through a link: `terminate` ends
+    /// the process it names, and its links then see
+    /// [`ExitReason::Terminated`](super::ExitReason::Terminated).
+    pub fn trap_exits(&mut self, trap: bool) {
+        self.effects.links.push(LinkOp::TrapExits(trap));
     }
 }
 

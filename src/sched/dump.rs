@@ -33,9 +33,11 @@
 //! holds.
 
 use super::figures::Entry;
+use super::links::unpack_counts;
 use super::scheduler::Scheduler;
 use crate::process::state::Lifecycle;
 use crate::process::{Pid, Process};
+use crate::sync::Ordering;
 use std::time::Duration;
 
 /// One live process, as seen by [`Scheduler::processes`].
@@ -68,6 +70,18 @@ pub struct ProcessInfo {
     /// [`Builder::count_queued_events`](super::Builder::count_queued_events),
     /// since counting costs an RMW per event.
     pub queued: Option<u32>,
+    /// Processes it monitors ([`StepOutput::monitor`](crate::process::StepOutput::monitor)),
+    /// `monitored_by` processes that monitor it, and `links` the processes
+    /// linked with it. Stored by the worker holding the process when they
+    /// change and read here without synchronising: a figure, which may lag
+    /// by a step (a monitor set on an idle process counts once it has
+    /// registered it, at once; on a waiting one, at its next step).
+    /// Saturates at 2^21 - 1.
+    pub monitors: u32,
+    /// See [`monitors`](Self::monitors).
+    pub monitored_by: u32,
+    /// See [`monitors`](Self::monitors).
+    pub links: u32,
 }
 
 impl<P: Process> Scheduler<P> {
@@ -112,9 +126,13 @@ impl<P: Process> Scheduler<P> {
         for slot in shared.table.slots() {
             let counts = shared.config.count_queued.then_some(&slot.counts);
             // The incarnation rule is in `Entry::read` (`figures.rs`).
+            // Relaxed: a figure (see `Slot::link_counts`), read before the
+            // entry; it may lag the process.
+            let link_counts = slot.link_counts.load(Ordering::Relaxed);
             let Some(entry) = Entry::read(&slot.state, &slot.figures, counts) else {
                 continue;
             };
+            let (monitors, monitored_by, links) = unpack_counts(link_counts);
             dump.push(ProcessInfo {
                 pid: Pid::new(slot.index(), entry.state.generation()),
                 state: entry.state.lifecycle(),
@@ -122,6 +140,9 @@ impl<P: Process> Scheduler<P> {
                 last_worker: entry.last_worker.map(|worker| worker % workers),
                 since_change: Duration::from_millis(now.saturating_sub(entry.changed_at)),
                 queued: entry.queued,
+                monitors,
+                monitored_by,
+                links,
             });
         }
         dump

@@ -60,14 +60,17 @@ mod trace;
 mod worker;
 
 // The idle protocol, the phase word, the process table's pages and free
-// list, the process dump's figures and read, and the long-step monitor's
-// seqlock are modelled by loom, so they build in both worlds.
+// list, the process dump's figures and read, the long-step monitor's
+// seqlock, and the monitors' and links' bookkeeping are modelled by loom,
+// so they build in both worlds.
 #[doc(hidden)]
 pub mod bound;
 #[doc(hidden)]
 pub mod figures;
 #[doc(hidden)]
 pub mod idle;
+#[doc(hidden)]
+pub mod links;
 #[doc(hidden)]
 pub mod phase;
 #[doc(hidden)]

@@ -10,8 +10,9 @@ use super::error::TerminateError;
 use super::global::GlobalQueue;
 use super::handler::Handlers;
 use super::idle::Idle;
+use super::links::Signal;
 use super::stats::Counters;
-use super::table::{Envelope, FreeCache, Occupant, Slot, Table, Task};
+use super::table::{Envelope, FreeCache, Item, Occupant, Slot, Table, Task};
 use super::trace::{Kind as TraceKind, Tracing};
 use super::watch::StepWatch;
 use crate::deque::Stealer;
@@ -292,11 +293,14 @@ impl<P: Process> Shared<P> {
         // anything else (a sender that guessed the PID) is reported.
         let mut places = 0;
         // SAFETY: we hold the process: the only consumer of its queue.
+        // Signals are dropped: no other party ever had its PID.
         while let Some(envelope) = unsafe { slot.events.pop() } {
             places += u32::from(envelope.counted);
-            if !matches!(envelope.event, Event::Cancel(_)) {
-                let to = Pid::new(slot.index(), envelope.generation);
-                self.undelivered(to, envelope.event);
+            if let Item::Event(event) = envelope.item {
+                if !matches!(event, Event::Cancel(_)) {
+                    let to = Pid::new(slot.index(), envelope.generation);
+                    self.undelivered(to, event);
+                }
             }
         }
         if places != 0 {
@@ -312,6 +316,7 @@ impl<P: Process> Shared<P> {
     ///
     /// `nodes` is the calling worker's node cache, if any: a delivery from a
     /// step then allocates nothing in steady state.
+    #[inline]
     pub(crate) fn deliver(
         &self,
         pid: Pid,
@@ -319,30 +324,10 @@ impl<P: Process> Shared<P> {
         kind: Wake,
         nodes: Option<&mut NodeCache<Envelope<P>>>,
     ) -> Result<Option<Task<P>>, (Refusal, Event<P>)> {
-        if self.phase() == phase::EXITING {
-            return Err((Refusal::ShuttingDown, event));
-        }
-        let Some(slot) = self.table.get(pid.index()) else {
-            return Err((Refusal::NoSuchProcess, event));
+        let slot = match self.admit(pid) {
+            Ok(slot) => slot,
+            Err(why) => return Err((why, event)),
         };
-        let now = slot.state.load();
-        if now.generation() != pid.generation() {
-            // A generation the slot has passed is a finished process; one it
-            // has not reached was never issued.
-            // Generations only grow (a slot is retired before it wraps).
-            let behind = now.generation() > pid.generation();
-            let why = if behind {
-                Refusal::Finished
-            } else {
-                Refusal::NoSuchProcess
-            };
-            return Err((why, event));
-        }
-        match now.lifecycle() {
-            Lifecycle::Free => return Err((Refusal::NoSuchProcess, event)),
-            Lifecycle::Complete => return Err((Refusal::Finished, event)),
-            _ => {}
-        }
         // A message to a bounded mailbox takes a place first (`bound.rs`);
         // an unbounded one (limit 0) pays this load and branch only.
         let counted = matches!(kind, Wake::Message) && {
@@ -352,10 +337,80 @@ impl<P: Process> Shared<P> {
             }
             limit != 0
         };
+        Ok(self.push(slot, pid, Item::Event(event), counted, kind, nodes).0)
+    }
+
+    /// [`deliver`](Self::deliver) for a signal of the monitors and links
+    /// (`links.rs`). `Err` if it was refused, or if it was queued but its
+    /// notify found the process ended (the push raced the end: the closing
+    /// worker may or may not have drained it): the caller answers it
+    /// (`links::unanswered`), and duplicates are dropped by the receiver.
+    /// Otherwise the process will see it in a step or in its `close`.
+    pub(crate) fn deliver_signal(
+        &self,
+        pid: Pid,
+        signal: Signal,
+        kind: Wake,
+        nodes: Option<&mut NodeCache<Envelope<P>>>,
+    ) -> Result<Option<Task<P>>, Option<Signal>> {
+        let slot = match self.admit(pid) {
+            Ok(slot) => slot,
+            Err(_) => return Err(Some(signal)),
+        };
+        // Cloned only if an answer may be owed (`Monitor`, `Link`: a PID).
+        let answer = matches!(signal, Signal::Monitor(_) | Signal::Link(_)).then(|| signal.clone());
+        match self.push(slot, pid, Item::Signal(signal), false, kind, nodes) {
+            (task, true) => Ok(task),
+            (_, false) => Err(answer),
+        }
+    }
+
+    /// The slot of `pid` if it may still take an event.
+    #[inline]
+    fn admit(&self, pid: Pid) -> Result<&Slot<P>, Refusal> {
+        if self.phase() == phase::EXITING {
+            return Err(Refusal::ShuttingDown);
+        }
+        let Some(slot) = self.table.get(pid.index()) else {
+            return Err(Refusal::NoSuchProcess);
+        };
+        let now = slot.state.load();
+        if now.generation() != pid.generation() {
+            // A generation the slot has passed is a finished process; one it
+            // has not reached was never issued.
+            // Generations only grow (a slot is retired before it wraps).
+            let behind = now.generation() > pid.generation();
+            return Err(if behind {
+                Refusal::Finished
+            } else {
+                Refusal::NoSuchProcess
+            });
+        }
+        match now.lifecycle() {
+            Lifecycle::Free => Err(Refusal::NoSuchProcess),
+            Lifecycle::Complete => Err(Refusal::Finished),
+            _ => Ok(slot),
+        }
+    }
+
+    /// Pushes `item` into `slot`'s mailbox and notifies the process: the
+    /// task to queue if the notify made it Ready, and whether the process
+    /// was still live at the notify (else the push raced its end).
+    /// `counted`: the item holds a place of a bounded mailbox (`bound.rs`).
+    #[inline]
+    fn push(
+        &self,
+        slot: &Slot<P>,
+        pid: Pid,
+        item: Item<P>,
+        counted: bool,
+        kind: Wake,
+        nodes: Option<&mut NodeCache<Envelope<P>>>,
+    ) -> (Option<Task<P>>, bool) {
         let envelope = Envelope {
             generation: pid.generation(),
             counted,
-            event,
+            item,
         };
         // Counted before the push, so that no pop can come before its count
         // (the process dump's queued figure; see `QueueCounts::queued` in `figures.rs`). Only if
@@ -370,12 +425,13 @@ impl<P: Process> Shared<P> {
         match slot.state.notify(pid.generation(), kind) {
             Notify::Schedule => {
                 slot.stamp(self.clock.now());
-                Ok(Some(Task::new(slot)))
+                (Some(Task::new(slot)), true)
             }
+            Notify::Nothing => (None, true),
             // Finished or Stale now: the process ended after our check. The
-            // event is in its queue; the worker that closes the process (or
+            // item is in its queue; the worker that closes the process (or
             // the next one to use the slot) reports it as undelivered.
-            Notify::Nothing | Notify::Finished | Notify::Stale => Ok(None),
+            Notify::Finished | Notify::Stale => (None, false),
         }
     }
 
@@ -480,8 +536,11 @@ impl<P: Process> Shared<P> {
             // SAFETY: the caller's contract makes us the only consumer.
             while let Some(envelope) = unsafe { slot.events.pop() } {
                 drained += 1;
-                let to = Pid::new(slot.pid().index(), envelope.generation);
-                self.undelivered(to, envelope.event);
+                // A signal now has no one left to answer (see `links.rs`).
+                if let Item::Event(event) = envelope.item {
+                    let to = Pid::new(slot.pid().index(), envelope.generation);
+                    self.undelivered(to, event);
+                }
             }
             if self.config.count_queued {
                 slot.count_drained(drained);

@@ -31,16 +31,25 @@ use core::ptr::NonNull;
 use super::bound::Bound;
 use super::figures::{Figures, QueueCounts};
 use super::join::Joiner;
+use super::links::{Links, Signal};
 use super::outside::Inbox;
 use super::slab::{FreeList, Pages};
 
-/// An event and the generation of the process it was sent to.
+/// An item and the generation of the process it was sent to.
 pub(crate) struct Envelope<P: Process> {
     pub(crate) generation: u32,
-    /// Whether the event holds a place in a bounded mailbox (see
+    /// Whether the item holds a place in a bounded mailbox (see
     /// `bound.rs`): the drain that takes it gives the place back.
     pub(crate) counted: bool,
-    pub(crate) event: Event<P>,
+    pub(crate) item: Item<P>,
+}
+
+/// What a mailbox carries: an event for the step, or a signal of the
+/// monitors and links (`links.rs`), which no step sees. Same size as an
+/// event (a unit test in `links.rs` holds it to that).
+pub(crate) enum Item<P: Process> {
+    Event(Event<P>),
+    Signal(Signal),
 }
 
 /// What only the worker holding a process (state Running), or its creator
@@ -58,6 +67,9 @@ pub(crate) struct Body<P: Process> {
     /// Set for an outside receiver's slot (`process` is then `None`): the
     /// worker that runs it moves its messages here (`outside.rs`).
     pub(crate) outside: Option<std::sync::Arc<Inbox<P::Message>>>,
+    /// Its monitors and links (`links.rs`); `None` (no allocation) until it
+    /// uses one or is monitored or linked.
+    pub(crate) links: Option<Box<Links>>,
 }
 
 /// What [`Table::insert`] puts in a slot.
@@ -96,6 +108,11 @@ pub(crate) struct Slot<P: Process> {
     next_free: AtomicU32,
     index: u32,
     pub(crate) body: UnsafeCell<Body<P>>,
+    /// The body's monitor and link counts, packed (`links::pack_counts`),
+    /// for the process dump: stored Relaxed by the holder when they change,
+    /// loaded Relaxed by the dump (a figure, not a synchronisation point:
+    /// it may lag by a step, and is 0 for a process that never used links).
+    pub(crate) link_counts: AtomicU64,
 }
 
 // SAFETY: `body` is only accessed by the one thread that holds the process
@@ -121,10 +138,12 @@ impl<P: Process> Slot<P> {
                 carry: Vec::new(),
                 joiner: None,
                 outside: None,
+                links: None,
             }),
             figures: Figures::new(),
             next_free: AtomicU32::new(0),
             index,
+            link_counts: AtomicU64::new(0),
         }
     }
 

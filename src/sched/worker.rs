@@ -48,6 +48,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
+mod signals;
 mod step;
 
 /// How many times in a row `runnext` may run before it must queue behind

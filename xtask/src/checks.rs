@@ -62,6 +62,9 @@ pub const MAP: &[(&str, &[&str])] = &[
     ),
     // The dump's figures and its read of a slot are loom-built.
     ("src/sched/figures.rs", &["loom:dump", "test:sched_dump"]),
+    // Monitors and links: their bookkeeping is loom-built; the one ordering
+    // (the dump's Relaxed counts) is a figure, checked by the tests.
+    ("src/sched/links.rs", &["loom:links", "test:sched_links"]),
     // Not built under loom: the scheduler's integration tests in release.
     (
         "src/sched/table.rs",

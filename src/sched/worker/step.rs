@@ -3,6 +3,7 @@
 //! step or close the process. The other half of the worker, `worker.rs`,
 //! finds the process.
 
+use super::signals::Before;
 use super::{Begun, Local};
 use crate::process::state::{AfterStep, Park, Start, Wake};
 use crate::process::{
@@ -11,7 +12,7 @@ use crate::process::{
 };
 use crate::sched::handler::Completer;
 use crate::sched::shared::{phase, LocalSpawner, Refusal};
-use crate::sched::table::{Body, Envelope, Slot, Task};
+use crate::sched::table::{Body, Envelope, Item, Slot, Task};
 use crate::sched::trace::{self, Kind};
 use crate::sched::watch::StepWatch;
 use crate::sync::Ordering;
@@ -76,12 +77,29 @@ impl<P: Process> Local<P> {
     fn step(&mut self, task: Task<P>, last: bool, begun: Begun<'_>) {
         let slot = task.slot();
         let pid = begun.pid;
+        let (full, before) = {
+            // SAFETY: we hold the process (Running); the borrow ends with
+            // this block, before `end_step` or `close`.
+            let body = unsafe { slot.body() };
+            let full = self.collect_events(slot, body, pid);
+            let before = self.before_step(body, last, full);
+            if let Before::Kill = before {
+                // Its events are reported by `close`, like a carry.
+                body.carry.append(&mut self.events);
+            }
+            (full, before)
+        };
+        match before {
+            Before::Step => {}
+            // An exit signal through a link (`signals.rs`).
+            Before::Kill => return self.close(slot, Err(ProcessError::Terminated), false),
+            Before::Repark => return self.end(task, Park::Idle),
+        }
         let (outcome, status, more) = 'body: {
             // SAFETY: we hold the process (Running, from `run_task`'s
             // `start`); the borrow ends with this block, before `end_step`
             // or `close`.
             let body = unsafe { slot.body() };
-            let full = self.collect_events(slot, body, pid);
             if last {
                 self.events.push(Event::Cancel(Cancel::Terminate));
             }
@@ -132,6 +150,12 @@ impl<P: Process> Local<P> {
                 Ok(Err(e)) => Some(Err(ProcessError::Failed(e))),
                 Err(panic) => Some(Err(ProcessError::Panicked(panic_message(&*panic)))),
             };
+            if !self.effects.links.is_empty() {
+                self.apply_links(slot, pid, body);
+            }
+            if let Some(links) = body.links.as_deref_mut() {
+                links.idle = matches!(status, Status::Idle) && !more && outcome.is_none();
+            }
             self.apply_spawns();
             // A message refused by a full mailbox comes back as an event,
             // which wakes the sender like a completion.
@@ -160,6 +184,13 @@ impl<P: Process> Local<P> {
             (None, Status::Wait) => Park::Wait,
             (None, Status::Idle) => Park::Idle,
         };
+        self.end(task, park);
+    }
+
+    /// Ends the step of `task`: parks or requeues it, or closes it if a
+    /// terminate came meanwhile.
+    fn end(&mut self, task: Task<P>, park: Park) {
+        let slot = task.slot();
         // Stamped before the transition, while we still hold the process:
         // after it, a notifier or another worker may own the slot.
         slot.stamp(self.shared.clock.now());
@@ -251,7 +282,7 @@ impl<P: Process> Local<P> {
         while let Some(envelope) = unsafe { slot.events.pop_with(&mut self.nodes) } {
             drained += 1;
             places += u32::from(envelope.counted);
-            let Some(event) = self.accept(envelope, body, pid) else {
+            let Some(event) = self.accept(slot, envelope, body, pid) else {
                 continue;
             };
             if self.events.len() < cap {
@@ -278,13 +309,31 @@ impl<P: Process> Local<P> {
     /// The event in `envelope`, if it is for this process: an event sent to
     /// an earlier process in the slot, or a completion of a tag the process
     /// is not waiting for, is reported instead.
-    fn accept(&mut self, envelope: Envelope<P>, body: &mut Body<P>, pid: Pid) -> Option<Event<P>> {
+    fn accept(
+        &mut self,
+        slot: &Slot<P>,
+        envelope: Envelope<P>,
+        body: &mut Body<P>,
+        pid: Pid,
+    ) -> Option<Event<P>> {
+        let item = envelope.item;
         if envelope.generation != pid.generation() {
             let stale = Pid::new(pid.index(), envelope.generation);
-            self.shared.undelivered(stale, envelope.event);
+            match item {
+                Item::Event(event) => self.shared.undelivered(stale, event),
+                // A request that landed after its process's `close`.
+                Item::Signal(signal) => self.answer(stale, signal),
+            }
             return None;
         }
-        if let Event::Completion { tag, .. } = &envelope.event {
+        let event = match item {
+            Item::Event(event) => event,
+            Item::Signal(signal) => {
+                let (pid, reason) = self.receive_signal(slot, body, signal)?;
+                return Some(Event::Down { pid, reason });
+            }
+        };
+        if let Event::Completion { tag, .. } = &event {
             match body.pending.iter().position(|t| t == tag) {
                 Some(at) => {
                     body.pending.swap_remove(at);
@@ -292,12 +341,12 @@ impl<P: Process> Local<P> {
                 None => {
                     // Relaxed: a statistic.
                     self.shared.unknown_tags.fetch_add(1, Ordering::Relaxed);
-                    self.shared.undelivered(pid, envelope.event);
+                    self.shared.undelivered(pid, event);
                     return None;
                 }
             }
         }
-        Some(envelope.event)
+        Some(event)
     }
 
     /// Keeps the events a step left in its vector for the next step, ahead
@@ -424,7 +473,7 @@ impl<P: Process> Local<P> {
     fn close(&mut self, slot: &Slot<P>, mut outcome: Outcome<P>, after_step: bool) {
         let pid = slot.pid();
         slot.state.complete();
-        let (process, joiner, carried, outside) = {
+        let (process, joiner, carried, outside, mut links) = {
             // SAFETY: we still hold the process (Complete, not yet freed);
             // the borrow ends with this block, before `remove`.
             let body = unsafe { slot.body() };
@@ -434,12 +483,14 @@ impl<P: Process> Local<P> {
                 body.joiner.take(),
                 core::mem::take(&mut body.carry),
                 body.outside.take(),
+                body.links.take(),
             )
         };
         // Events the last step left or was not given: reported like those
-        // still queued, except the cancels the scheduler itself made.
+        // still queued, except the cancels the scheduler itself made and
+        // the `Down`s of its monitors.
         for event in carried {
-            if !matches!(event, Event::Cancel(_)) {
+            if !matches!(event, Event::Cancel(_) | Event::Down { .. }) {
                 self.shared.undelivered(pid, event);
             }
         }
@@ -462,7 +513,15 @@ impl<P: Process> Local<P> {
             drained += 1;
             places += u32::from(envelope.counted);
             let to = Pid::new(pid.index(), envelope.generation);
-            self.shared.undelivered(to, envelope.event);
+            match envelope.item {
+                Item::Event(event) => self.shared.undelivered(to, event),
+                // Requests that came since its last step: a monitor or link
+                // set now is told of this end below, like earlier ones.
+                Item::Signal(signal) if to == pid => {
+                    let _ = links.get_or_insert_with(Box::default).receive(signal);
+                }
+                Item::Signal(signal) => self.answer(to, signal),
+            }
         }
         if places != 0 {
             self.shared.release(slot, places);
@@ -475,6 +534,9 @@ impl<P: Process> Local<P> {
             // Release store of this close's count in `table.remove` below
             // (Acquire-loaded by `live()`) orders this increment before it.
             self.shared.forced.fetch_add(1, Ordering::Relaxed);
+        }
+        if let Some(links) = links {
+            self.farewell(slot, pid, *links, &outcome);
         }
         self.shared
             .table

@@ -1,0 +1,353 @@
+//! Monitors and links (issue 12), stepsched against tokio:
+//!
+//! - `pair`: the cost of one `monitor` + `demonitor` pair, made by one
+//!   process against an idle one, 1,000 pairs per step (the target is woken
+//!   to register and unregister them: that work is counted). tokio has no
+//!   monitors; its nearest registration is a `watch` channel the target
+//!   holds: `subscribe()` + drop.
+//! - `down`: from a process's last step to its watcher's step that sees the
+//!   `Down` (p50, p99 over `samples`): the watcher spawns the target and
+//!   monitors it in the same step, the target stamps the clock and
+//!   finishes. tokio: a watcher task spawns the target task and awaits its
+//!   `JoinHandle`.
+//! - `chain`: a chain of 1,000 linked processes torn down from its head,
+//!   per process: from the head's failing step to the last close. tokio: a
+//!   chain of tasks, each awaiting the previous one's `oneshot` sender
+//!   being dropped and then dropping its own.
+//!
+//! Workers: 2 for both. Anchors from the issue (2 cores): pair BEAM 149 ns;
+//! Down p50/p99 tokio 90-100 ns / 5.8-8.5 µs, BEAM 701 / 902 ns; chain per
+//! process tokio 223 ns, BEAM 1,125 ns.
+//!
+//! ```text
+//! cargo run --release -p stepsched-peers --bin links              # full
+//! cargo run --release -p stepsched-peers --bin links -- 1000 200 3 # smoke
+//! ```
+//! Arguments: pairs (default 1,000,000), samples (default 20,000), chains
+//! (default 20).
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use stepsched::process::{Event, NoCommand, Pid, Process, Status, StepOutput};
+use stepsched::sched::Scheduler;
+
+/// Nanoseconds since the bench's start, shared by both sides of a sample.
+fn now_ns(base: Instant) -> u64 {
+    base.elapsed().as_nanos() as u64
+}
+
+enum Role {
+    /// Does `left` pairs against `target`, 1,000 per step.
+    Churner { target: Pid, left: u64 },
+    /// Idle until told to finish (a `Msg::Finish`).
+    Idle,
+    /// Spawns a `Stamp`, monitors it, records the latency of its `Down`;
+    /// `left` samples to go.
+    Watcher {
+        left: u32,
+        started: bool,
+        lat: Arc<Mutex<Vec<u64>>>,
+    },
+    /// Stamps the clock and finishes.
+    Stamp,
+    /// A link of a chain: links the previous link (if any) in its first
+    /// step, then waits; the head fails when told.
+    Link { prev: Option<Pid>, linked: bool },
+}
+
+struct Bench {
+    role: Role,
+    base: Instant,
+    stamp: Arc<AtomicU64>,
+}
+
+#[derive(Clone, Copy)]
+enum Msg {
+    Finish,
+    Fail,
+}
+
+impl Process for Bench {
+    type Input = ();
+    type Message = Msg;
+    type Command = NoCommand;
+    type Reply = ();
+    type Output = ();
+    type Error = ();
+
+    fn init(&mut self, _: &str, _: ()) -> Result<(), ()> {
+        Ok(())
+    }
+
+    fn step(
+        &mut self,
+        events: &mut Vec<Event<Self>>,
+        out: &mut StepOutput<'_, Self>,
+    ) -> Result<(), ()> {
+        let mut down = false;
+        for event in events.drain(..) {
+            match event {
+                Event::Message(Msg::Finish) | Event::Cancel(_) => out.done(()),
+                Event::Message(Msg::Fail) => return Err(()),
+                Event::Down { .. } => down = true,
+                _ => {}
+            }
+        }
+        if out.status().is_some() {
+            return Ok(());
+        }
+        match &mut self.role {
+            Role::Churner { target, left } => {
+                let n = (*left).min(1000);
+                for _ in 0..n {
+                    out.monitor(*target);
+                    out.demonitor(*target);
+                }
+                *left -= n;
+                if *left == 0 {
+                    out.send(*target, Msg::Finish);
+                    out.done(());
+                } else {
+                    out.set_status(Status::Continue);
+                }
+            }
+            Role::Idle => {}
+            Role::Watcher { left, started, lat } => {
+                if down {
+                    let seen = now_ns(self.base);
+                    lat.lock()
+                        .unwrap()
+                        .push(seen - self.stamp.load(Ordering::Relaxed));
+                    *left -= 1;
+                }
+                if *left == 0 {
+                    out.done(());
+                } else if down || !*started {
+                    *started = true;
+                    let child = Bench {
+                        role: Role::Stamp,
+                        base: self.base,
+                        stamp: Arc::clone(&self.stamp),
+                    };
+                    let pid = out.spawn(child, "stamp", ()).map_err(|_| ())?;
+                    out.monitor(pid);
+                }
+            }
+            Role::Stamp => {
+                self.stamp.store(now_ns(self.base), Ordering::Relaxed);
+                out.done(());
+            }
+            Role::Link { prev, linked } => {
+                if !*linked {
+                    *linked = true;
+                    if let Some(p) = prev {
+                        out.link(*p);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn bench(role: Role, base: Instant, stamp: &Arc<AtomicU64>) -> Bench {
+    Bench {
+        role,
+        base,
+        stamp: Arc::clone(stamp),
+    }
+}
+
+fn percentile(sorted: &[u64], p: f64) -> u64 {
+    sorted[((sorted.len() - 1) as f64 * p) as usize]
+}
+
+fn stepsched_pair(pairs: u64) -> f64 {
+    let s: Scheduler<Bench> = Scheduler::builder().workers(2).build().unwrap();
+    let (base, stamp) = (Instant::now(), Arc::new(AtomicU64::new(0)));
+    let target = s
+        .submit(bench(Role::Idle, base, &stamp), "idle", ())
+        .unwrap();
+    let start = Instant::now();
+    let churner = Role::Churner {
+        target,
+        left: pairs,
+    };
+    let h = s
+        .submit_joinable(bench(churner, base, &stamp), "churn", ())
+        .ok()
+        .unwrap();
+    h.join().unwrap();
+    let took = start.elapsed();
+    s.shutdown(Duration::from_secs(5));
+    took.as_nanos() as f64 / pairs as f64
+}
+
+fn tokio_pair(rt: &tokio::runtime::Runtime, pairs: u64) -> f64 {
+    let (tx, _rx) = tokio::sync::watch::channel(false);
+    let start = Instant::now();
+    rt.block_on(async {
+        tokio::spawn(async move {
+            for _ in 0..pairs {
+                let rx = tx.subscribe();
+                drop(std::hint::black_box(rx));
+            }
+        })
+        .await
+        .unwrap();
+    });
+    start.elapsed().as_nanos() as f64 / pairs as f64
+}
+
+fn stepsched_down(samples: u32) -> Vec<u64> {
+    let s: Scheduler<Bench> = Scheduler::builder().workers(2).build().unwrap();
+    let (base, stamp) = (Instant::now(), Arc::new(AtomicU64::new(0)));
+    let lat = Arc::new(Mutex::new(Vec::with_capacity(samples as usize)));
+    let watcher = Role::Watcher {
+        left: samples,
+        started: false,
+        lat: Arc::clone(&lat),
+    };
+    let h = s
+        .submit_joinable(bench(watcher, base, &stamp), "watch", ())
+        .ok()
+        .unwrap();
+    h.join().unwrap();
+    s.shutdown(Duration::from_secs(5));
+    let mut v = lat.lock().unwrap().clone();
+    v.sort_unstable();
+    v
+}
+
+fn tokio_down(rt: &tokio::runtime::Runtime, samples: u32) -> Vec<u64> {
+    let base = Instant::now();
+    let mut v = rt.block_on(async move {
+        tokio::spawn(async move {
+            let mut v = Vec::with_capacity(samples as usize);
+            for _ in 0..samples {
+                let ended = tokio::spawn(async move { now_ns(base) }).await.unwrap();
+                v.push(now_ns(base) - ended);
+            }
+            v
+        })
+        .await
+        .unwrap()
+    });
+    v.sort_unstable();
+    v
+}
+
+const CHAIN: usize = 1000;
+
+fn stepsched_chain() -> f64 {
+    let closed = Arc::new(AtomicUsize::new(0));
+    let failed_at = Arc::new(Mutex::new(None::<Instant>));
+    let last_close = Arc::new(Mutex::new(None::<Instant>));
+    let (c, l) = (Arc::clone(&closed), Arc::clone(&last_close));
+    let s: Scheduler<Bench> = Scheduler::builder()
+        .workers(2)
+        .on_complete(move |_, _| {
+            if c.fetch_add(1, Ordering::AcqRel) + 1 == CHAIN {
+                *l.lock().unwrap() = Some(Instant::now());
+            }
+        })
+        .build()
+        .unwrap();
+    let (base, stamp) = (Instant::now(), Arc::new(AtomicU64::new(0)));
+    let mut prev = None;
+    let mut head = None;
+    for _ in 0..CHAIN {
+        let role = Role::Link {
+            prev,
+            linked: false,
+        };
+        let pid = s
+            .submit(bench(role, base, &stamp), "link", ())
+            .ok()
+            .unwrap();
+        head.get_or_insert(pid);
+        prev = Some(pid);
+    }
+    while s
+        .processes()
+        .iter()
+        .map(|p| p.links as usize)
+        .sum::<usize>()
+        < 2 * (CHAIN - 1)
+    {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    *failed_at.lock().unwrap() = Some(Instant::now());
+    s.send(head.unwrap(), Msg::Fail).ok().unwrap();
+    while closed.load(Ordering::Acquire) < CHAIN {
+        std::thread::yield_now();
+    }
+    let took = last_close.lock().unwrap().unwrap() - failed_at.lock().unwrap().unwrap();
+    s.shutdown(Duration::from_secs(5));
+    took.as_nanos() as f64 / CHAIN as f64
+}
+
+fn tokio_chain(rt: &tokio::runtime::Runtime) -> f64 {
+    rt.block_on(async {
+        let (head_tx, mut rx) = tokio::sync::oneshot::channel::<()>();
+        let mut handles = Vec::with_capacity(CHAIN);
+        for _ in 1..CHAIN {
+            let (tx, next_rx) = tokio::sync::oneshot::channel::<()>();
+            handles.push(tokio::spawn(async move {
+                let _ = rx.await; // the previous link ended
+                drop(tx);
+            }));
+            rx = next_rx;
+        }
+        let last = tokio::spawn(async move {
+            let _ = rx.await;
+            Instant::now()
+        });
+        tokio::task::yield_now().await;
+        let start = Instant::now();
+        drop(head_tx); // the head ends
+        let end = last.await.unwrap();
+        for h in handles {
+            h.await.unwrap();
+        }
+        (end - start).as_nanos() as f64 / CHAIN as f64
+    })
+}
+
+fn main() {
+    let args: Vec<u64> = std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse().ok())
+        .collect();
+    let pairs = args.first().copied().unwrap_or(1_000_000);
+    let samples = args.get(1).copied().unwrap_or(20_000) as u32;
+    let chains = args.get(2).copied().unwrap_or(20) as usize;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .build()
+        .unwrap();
+
+    let (ours, theirs) = (stepsched_pair(pairs), tokio_pair(&rt, pairs));
+    println!("pair (monitor+demonitor), ns: stepsched {ours:.1}  tokio watch subscribe+drop {theirs:.1}  (BEAM anchor 149)");
+
+    let (ours, theirs) = (stepsched_down(samples), tokio_down(&rt, samples));
+    println!(
+        "down latency p50/p99, ns: stepsched {}/{}  tokio JoinHandle {}/{}  (BEAM anchor 701/902)",
+        percentile(&ours, 0.5),
+        percentile(&ours, 0.99),
+        percentile(&theirs, 0.5),
+        percentile(&theirs, 0.99)
+    );
+
+    let mut ours: Vec<f64> = (0..chains).map(|_| stepsched_chain()).collect();
+    let mut theirs: Vec<f64> = (0..chains).map(|_| tokio_chain(&rt)).collect();
+    ours.sort_by(f64::total_cmp);
+    theirs.sort_by(f64::total_cmp);
+    println!(
+        "chain of {CHAIN} torn down from its head, median ns per process: stepsched {:.1}  tokio {:.1}  (BEAM anchor 1,125)",
+        ours[ours.len() / 2],
+        theirs[theirs.len() / 2]
+    );
+}

@@ -1,0 +1,293 @@
+//! loom models of monitors and links (`src/sched/links.rs`): the crate's
+//! own bookkeeping (`Links`, `links::unanswered`) against its real state
+//! word and mailbox, in the order the scheduler runs them:
+//!
+//! - a sender (`Shared::deliver_signal`): check the state word (refused if
+//!   Complete or another generation), push the item, `notify`; a refusal,
+//!   or a notify that finds the process ended (the push raced the end), is
+//!   answered at once (`unanswered`: `Down`/`Exit` with `NoProc`);
+//! - the closing worker (`Local::close`): `complete`, drain the mailbox
+//!   (a signal of its own generation goes into its `Links`, another
+//!   generation's is answered), then `farewell` to every watcher and link;
+//! - the slot's next holder (`collect_events`): a stale request found in
+//!   the mailbox is answered too;
+//! - the watcher's own `receive`, which passes a `Down` once per monitor
+//!   and none after a `demonitor`.
+//!
+//! The worker's glue (`worker/signals.rs`, `worker/step.rs`) is not built
+//! under loom, so its sequence is restated here step by step, as
+//! `state.rs` and `handoff.rs` restate the worker's; the decisions are the
+//! crate's code.
+//!
+//! Run (a few seconds in release, at 3 preemptions):
+//!
+//! ```text
+//! RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 \
+//!     cargo test -p stepsched-loom-tests --release --test links
+//! ```
+#![cfg(loom)]
+
+use loom::cell::UnsafeCell;
+use loom::sync::Arc;
+use loom::thread;
+use stepsched::mpsc::Mailbox;
+use stepsched::process::state::{Lifecycle, Notify, Start, StateWord, Wake};
+use stepsched::process::{ExitReason, Pid};
+use stepsched::sched::links::{unanswered, Links, Received, Signal};
+
+/// A process slot in miniature: state word, mailbox of (generation,
+/// signal), and the body's `Links` (a loom cell: only the holder touches
+/// it, so two holders at once fail the model as a data race).
+struct Slot {
+    index: u32,
+    state: StateWord,
+    events: Mailbox<(u32, Signal)>,
+    links: UnsafeCell<Links>,
+}
+
+/// Where the sender learns its request found no process.
+enum Sent {
+    Queued,
+    /// Refused or raced: the answer owed (if any), to push to its receiver.
+    Unanswered(Option<(Pid, Signal)>),
+}
+
+impl Slot {
+    /// A Running process (its worker holds it) in slot `index`.
+    fn running(index: u32) -> (Arc<Slot>, Pid) {
+        let slot = Slot {
+            index,
+            state: StateWord::new(),
+            events: Mailbox::new(),
+            links: UnsafeCell::new(Links::default()),
+        };
+        let generation = slot.state.activate();
+        assert_eq!(slot.state.start(), Start::Step { last: false });
+        let pid = pid(index, generation);
+        (Arc::new(slot), pid)
+    }
+
+    /// `Shared::deliver_signal` to `to` (whose slot this is).
+    fn deliver(&self, to: Pid, signal: Signal, kind: Wake) -> Sent {
+        let now = self.state.load();
+        let live = !matches!(now.lifecycle(), Lifecycle::Complete | Lifecycle::Free);
+        if now.generation() != to.generation() || !live {
+            return Sent::Unanswered(unanswered(to, signal));
+        }
+        let answer = unanswered(to, signal.clone());
+        self.events.push((to.generation(), signal));
+        match self.state.notify(to.generation(), kind) {
+            Notify::Finished | Notify::Stale => Sent::Unanswered(answer),
+            Notify::Schedule | Notify::Nothing => Sent::Queued,
+        }
+    }
+
+    /// The holder's drain (`collect_events` or `close`): a signal of
+    /// generation `me` goes to the body, another generation's is answered
+    /// (its answers returned, to push). Returns what `receive` said.
+    fn drain(&self, me: Pid) -> (Vec<Received>, Vec<(Pid, Signal)>) {
+        let mut received = Vec::new();
+        let mut answers = Vec::new();
+        // SAFETY: the caller holds the process (Running or Complete, not
+        // yet freed; or every other thread has joined): the only consumer.
+        while let Some((generation, signal)) = unsafe { self.events.pop() } {
+            if generation == me.generation() {
+                // SAFETY: as above: we hold the body.
+                received.push(self.links.with_mut(|l| unsafe { &mut *l }.receive(signal)));
+            } else {
+                let stale = pid(self.index, generation);
+                answers.extend(unanswered(stale, signal));
+            }
+        }
+        (received, answers)
+    }
+
+    /// `close`: complete, drain, then the farewell signals to send.
+    fn close(&self, me: Pid, reason: ExitReason) -> Vec<(Pid, Signal)> {
+        self.state.complete();
+        let (_, mut out) = self.drain(me);
+        // SAFETY: we hold the process (Complete, not yet freed).
+        let links = self.links.with_mut(|l| core::mem::take(unsafe { &mut *l }));
+        out.extend(links.farewell(me, &reason));
+        out
+    }
+
+    /// The holder's own request, from its step's effects.
+    fn request(&self, f: impl FnOnce(&mut Links) -> Option<(Pid, Signal)>) -> (Pid, Signal) {
+        // SAFETY: the caller holds the process.
+        self.links
+            .with_mut(|l| f(unsafe { &mut *l }))
+            .expect("the request changes something")
+    }
+}
+
+fn pid(index: u32, generation: u32) -> Pid {
+    Pid::from_raw((generation as u64) << 32 | index as u64)
+}
+
+/// The `Down`s that `received` passes to steps, about `target`.
+fn downs(received: &[Received], target: Pid) -> usize {
+    (received.iter())
+        .filter(|r| matches!(r, Received::Down(p, _) if *p == target))
+        .count()
+}
+
+/// Pushes `answers` meant for `w` into its mailbox (as `deliver_signal`
+/// does; `w` is live in these models, so nothing is refused).
+fn post(w: &Slot, w_pid: Pid, answers: Vec<(Pid, Signal)>) {
+    for (to, signal) in answers {
+        assert_eq!(to, w_pid, "an answer goes to the requester");
+        assert!(matches!(
+            w.deliver(to, signal, Wake::Completion),
+            Sent::Queued
+        ));
+    }
+}
+
+/// `monitor(t)` from W's step races T's end: W gets exactly one `Down`
+/// (T's reason if T's close drained the request, `NoProc` if the request
+/// was refused or raced the end), without waiting for the slot to be
+/// reused; the next holder's answer to a leftover request is dropped.
+/// Treating a raced notify (`Finished`) as queued fails this model.
+#[test]
+fn monitor_racing_the_targets_end_yields_exactly_one_down() {
+    loom::model(|| {
+        let (w, w_pid) = Slot::running(0);
+        let (t, t_pid) = Slot::running(1);
+        let watcher = {
+            let (w, t) = (Arc::clone(&w), Arc::clone(&t));
+            thread::spawn(move || {
+                let (to, signal) = w.request(|l| l.monitor(w_pid, t_pid));
+                if let Sent::Unanswered(answer) = t.deliver(to, signal, Wake::Message) {
+                    post(&w, w_pid, answer.into_iter().collect());
+                }
+            })
+        };
+        let farewell = t.close(t_pid, ExitReason::Done);
+        post(&w, w_pid, farewell);
+        watcher.join().unwrap();
+        // Without the slot's reuse: a request pushed after T's drain must
+        // have been answered by its sender (the slot may never be reused).
+        let (received, _) = w.drain(w_pid);
+        assert_eq!(downs(&received, t_pid), 1, "{received:?}");
+        // With it: the next holder answers a leftover again (stale), and
+        // the duplicate is dropped by `receive`.
+        let _ = t.state.free();
+        let (_, stale_answers) = t.drain(pid(1, u32::MAX));
+        post(&w, w_pid, stale_answers);
+        let (received, _) = w.drain(w_pid);
+        assert_eq!(downs(&received, t_pid), 0, "{received:?}");
+    });
+}
+
+/// W monitors T (registered on both sides); W's step demonitors T while
+/// T ends. No `Down` passes to a step of W after that step, whatever the
+/// order.
+#[test]
+fn demonitor_racing_the_end_lets_no_down_through() {
+    loom::model(|| {
+        let (w, w_pid) = Slot::running(0);
+        let (t, t_pid) = Slot::running(1);
+        let _ = w.request(|l| l.monitor(w_pid, t_pid));
+        // SAFETY: no other thread yet: T's holder registers W.
+        let _ = t
+            .links
+            .with_mut(|l| unsafe { &mut *l }.receive(Signal::Monitor(w_pid)));
+        let watcher = {
+            let (w, t) = (Arc::clone(&w), Arc::clone(&t));
+            thread::spawn(move || {
+                let (to, signal) = w.request(|l| l.demonitor(w_pid, t_pid));
+                let _ = t.deliver(to, signal, Wake::Message);
+                // W's next step.
+                let (received, _) = w.drain(w_pid);
+                downs(&received, t_pid)
+            })
+        };
+        let farewell = t.close(
+            t_pid,
+            ExitReason::Failed(stepsched::process::Summary::new("x")),
+        );
+        post(&w, w_pid, farewell);
+        let seen = watcher.join().unwrap();
+        let (received, _) = w.drain(w_pid);
+        assert_eq!(seen + downs(&received, t_pid), 0);
+    });
+}
+
+/// A and B, linked, fail at the same moment: each sends the other an
+/// exit, which is refused, raced, or drained by the other's close (and
+/// ignored there), or left for the slot's next holder, which owes no
+/// answer. Nothing is answered twice, nothing is lost, no body is
+/// touched by two threads.
+#[test]
+fn two_linked_processes_ending_together() {
+    loom::model(|| {
+        let (a, a_pid) = Slot::running(0);
+        let (b, b_pid) = Slot::running(1);
+        let _ = a.request(|l| l.link(a_pid, b_pid));
+        let _ = b.request(|l| l.link(b_pid, a_pid));
+        let end = |me: Arc<Slot>, me_pid: Pid, other: Arc<Slot>| {
+            move || {
+                let mut sent = 0;
+                for (to, signal) in me.close(me_pid, ExitReason::Terminated) {
+                    assert!(matches!(signal, Signal::Exit(p, _) if p == me_pid));
+                    match other.deliver(to, signal, Wake::Completion) {
+                        Sent::Queued => sent += 1,
+                        Sent::Unanswered(answer) => assert!(answer.is_none()),
+                    }
+                }
+                sent
+            }
+        };
+        let ta = thread::spawn(end(Arc::clone(&a), a_pid, Arc::clone(&b)));
+        let tb = thread::spawn(end(Arc::clone(&b), b_pid, Arc::clone(&a)));
+        let queued = ta.join().unwrap() + tb.join().unwrap();
+        assert!(queued <= 2);
+        // Both closed: whatever their drains missed is found by the next
+        // holders, stale, and owes no answer.
+        for s in [&a, &b] {
+            let _ = s.state.free();
+            let (received, answers) = s.drain(pid(s.index, u32::MAX));
+            assert!(received.is_empty() && answers.is_empty());
+        }
+    });
+}
+
+/// T ends and its slot is reused by a new process T' while W's monitor
+/// of T is in flight. The request never registers with T' (a stale PID
+/// never yields a `Down` about a newer process), and W gets exactly one
+/// `Down`, about T.
+#[test]
+fn a_monitor_on_a_slot_being_reused() {
+    loom::model(|| {
+        let (w, w_pid) = Slot::running(0);
+        let (t, t_pid) = Slot::running(1);
+        let watcher = {
+            let (w, t) = (Arc::clone(&w), Arc::clone(&t));
+            thread::spawn(move || {
+                let (to, signal) = w.request(|l| l.monitor(w_pid, t_pid));
+                if let Sent::Unanswered(answer) = t.deliver(to, signal, Wake::Message) {
+                    post(&w, w_pid, answer.into_iter().collect());
+                }
+            })
+        };
+        // T's worker: close T, free the slot, start T' in it and run its
+        // first step's drain.
+        let mut to_w = t.close(t_pid, ExitReason::Done);
+        let _ = t.state.free();
+        let generation = t.state.activate();
+        assert_eq!(t.state.start(), Start::Step { last: false });
+        let t2 = pid(1, generation);
+        let (received, answers) = t.drain(t2);
+        assert!(received.is_empty(), "a request for T reached T'");
+        to_w.extend(answers);
+        post(&w, w_pid, to_w);
+        watcher.join().unwrap();
+        // T' ends: its close finds what its first drain missed.
+        let late = t.close(t2, ExitReason::Done);
+        post(&w, w_pid, late);
+        let (received, _) = w.drain(w_pid);
+        assert_eq!(downs(&received, t_pid), 1, "{received:?}");
+        assert_eq!(downs(&received, t2), 0, "a Down about the newer process");
+    });
+}

@@ -1,0 +1,126 @@
+//! [`ExitReason`]: how a process ended, as told to the processes that
+//! monitor it or are linked to it (see [`Event::Down`](super::Event::Down)).
+
+use core::fmt;
+
+/// How a process ended, as carried by [`Event::Down`](super::Event::Down).
+///
+/// A summary, not the outcome itself: the process's output and error stay
+/// with whoever joins it (`on_complete`, a
+/// [`JoinHandle`](crate::sched::JoinHandle)), so that any number of
+/// watchers can be told without the output being `Clone`.
+///
+/// | reason | Erlang's | the watched process … |
+/// |---|---|---|
+/// | `Done` | `normal` | returned [`Status::Done`](super::Status::Done) |
+/// | `Failed` | `{error, ..}` | returned an error from `step` (or `close` panicked after `Done`: `Panicked`) |
+/// | `Panicked` | `{panic, ..}` | panicked in `step`, `close` or a command handler |
+/// | `Terminated` | `kill` | was ended by [`Scheduler::terminate`](crate::sched::Scheduler::terminate) |
+/// | `Linked(pid)` | the linked reason | was ended by the abnormal end of `pid`, a process linked to it that it did not trap |
+/// | `Shutdown` | `shutdown` | was closed by the scheduler's shutdown |
+/// | `NoProc` | `noproc` | had already ended, or never existed, when the monitor or link was set |
+///
+/// Only `Done` is a normal end: a linked process that does not trap exits
+/// is terminated by any other reason (see
+/// [`StepOutput::link`](super::StepOutput::link)).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ExitReason {
+    /// It finished with [`Status::Done`](super::Status::Done).
+    Done,
+    /// Its step returned this error (its `Debug` form).
+    Failed(Summary),
+    /// It panicked with this message.
+    Panicked(Summary),
+    /// [`Scheduler::terminate`](crate::sched::Scheduler::terminate) ended it.
+    Terminated,
+    /// A process linked to it ended abnormally, and this one did not trap
+    /// exits: it was ended too (its outcome is
+    /// [`ProcessError::Terminated`](super::ProcessError::Terminated)).
+    Linked(super::Pid),
+    /// The scheduler's shutdown closed it.
+    Shutdown,
+    /// No such process: it had already ended (or never existed) when the
+    /// monitor or link reached it.
+    NoProc,
+}
+
+impl ExitReason {
+    /// Whether the process finished normally (`Done`). Any other end
+    /// terminates the processes linked to it that do not trap exits.
+    pub fn is_normal(&self) -> bool {
+        matches!(self, ExitReason::Done)
+    }
+}
+
+impl fmt::Display for ExitReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ExitReason::Done => f.write_str("done"),
+            ExitReason::Failed(e) => write!(f, "failed: {e}"),
+            ExitReason::Panicked(m) => write!(f, "panicked: {m}"),
+            ExitReason::Terminated => f.write_str("terminated"),
+            ExitReason::Linked(pid) => write!(f, "ended with linked process {pid}"),
+            ExitReason::Shutdown => f.write_str("closed by shutdown"),
+            ExitReason::NoProc => f.write_str("no such process"),
+        }
+    }
+}
+
+/// The text of an [`ExitReason::Failed`] or [`ExitReason::Panicked`]: a
+/// string behind one thin pointer.
+///
+/// Why not a `String`: a `Down` travels in the mailbox node every event
+/// travels in, so its size is every event's size. With a `String` (or a
+/// `Box<str>`, two words) in the reason, `Event::Down` was the largest
+/// variant and grew every process's mailbox node by 8 bytes; with one
+/// pointer it fits in the space a `Completion` already takes (a unit test
+/// in `src/sched/links.rs` holds it to that).
+#[derive(Clone, PartialEq, Eq, Hash)]
+// The extra allocation clippy warns of is the price of the thin pointer.
+#[allow(clippy::box_collection)]
+pub struct Summary(Box<String>);
+
+impl Summary {
+    /// Wraps `text`.
+    pub fn new(text: impl Into<String>) -> Self {
+        Summary(Box::new(text.into()))
+    }
+
+    /// The text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl core::ops::Deref for Summary {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Summary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+impl fmt::Display for Summary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self)
+    }
+}
+
+impl PartialEq<str> for Summary {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for Summary {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}

@@ -1,0 +1,329 @@
+//! Monitors and links: who is told when a process ends.
+//!
+//! (Not the long-step monitor of `monitor.rs`, which watches steps, not
+//! processes.)
+//!
+//! # No new protocol
+//!
+//! Monitors and links add no atomic word and no lock. They ride on the one
+//! guarantee the delivery path already has (loom-proven in
+//! `loom-tests/tests/state.rs` and `handoff.rs`): an item pushed into a
+//! process's mailbox whose notify finds the process *not* Complete is seen
+//! by a later step of it, or drained by its `close`. Everything else is
+//! data in the process's body, which only its holder touches.
+//!
+//! - `monitor(t)` from a step of `w`: `w` records `t` in its own `watching`
+//!   list, then sends the [`Signal::Monitor`]`(w)` item to `t`'s mailbox.
+//!   `t`'s worker registers `w` in `t`'s `watchers` when it collects its
+//!   events, or when its `close` drains the mailbox. Either way `close`
+//!   then sends [`Signal::Down`]`(t, reason)` to every watcher.
+//! - If the push was refused (`t` had ended or never existed), or its notify
+//!   found `t` Complete or its slot reused (the push *raced* the end: the
+//!   closing worker may or may not have drained it), `w` sends itself
+//!   `Down(t, NoProc)` at once.
+//! - A request that lands in a slot after its process's `close` drained
+//!   the mailbox is found, with its stale generation, by the next holder
+//!   of the slot, which answers it with `Down(t, NoProc)` too.
+//!
+//! So a monitor yields *at least* one `Down`; [`Links::receive`], on
+//! the watcher's side, makes it *exactly* one: a `Down(t)` is passed to a
+//! step only if `t` is still in `watching`, and taking it removes `t`. The
+//! same check gives `demonitor` its promise, as Erlang's `demonitor(Ref,
+//! [flush])` does: `demonitor(t)` removes `t` from `watching` right after
+//! the step, so any `Down(t)` arriving later is dropped. A stale PID never
+//! yields a `Down` about a newer process: the target registers a request
+//! only if the item's generation is its own, and a `Down` names the PID
+//! the watcher asked about.
+//!
+//! Links are the same, both ways: `link(p)` records `p` in the caller's
+//! `linked` list and sends [`Signal::Link`] to `p`, which records the
+//! caller; a refused or raced request comes back as `Exit(p, NoProc)`. When
+//! a process ends it sends [`Signal::Exit`]`(me, reason)` to every linked
+//! process; the receiver acts on it only if the sender is still in its
+//! `linked` list (removing it, so an exit acts once): a normal end just
+//! unlinks, a trapping receiver gets `Event::Down`, any other is ended
+//! (reason [`ExitReason::Linked`]) before its next step.
+//!
+//! # Cost when unused
+//!
+//! A process that uses none of this has `Body::links == None` (a null
+//! pointer) and pays: one branch after each step (`Effects::links` empty),
+//! one after collecting events, one in `close`. Mailbox items are
+//! `Item::Event` or `Item::Signal` in the same size as before (see the unit
+//! test below); no atomic is added to delivery or to the step.
+//!
+//! # Limits
+//!
+//! The lists are vectors searched linearly: fine for the tens a process
+//! typically holds, O(n) per `demonitor` or `unlink` for a process watched
+//! by thousands. One monitor per (watcher, target): see
+//! `StepOutput::monitor`.
+//!
+//! Built under loom too (`loom-tests/tests/links.rs` runs this code against
+//! the real state word and mailbox).
+
+use crate::process::{ExitReason, Pid};
+
+/// An item of the scheduler's own in a mailbox, beside events. Never
+/// reaches a step as itself, and never reported as undelivered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Signal {
+    /// Process `.0` monitors the receiver.
+    Monitor(Pid),
+    /// Process `.0` no longer monitors the receiver.
+    Demonitor(Pid),
+    /// Process `.0` links with the receiver.
+    Link(Pid),
+    /// Process `.0` unlinks from the receiver.
+    Unlink(Pid),
+    /// Process `.0`, which the receiver monitors, ended.
+    Down(Pid, ExitReason),
+    /// Process `.0`, linked with the receiver, ended. Boxed: two variants
+    /// carrying an inline reason would make a signal 32 bytes, and the
+    /// mailbox item 40 (see the unit test below); links are the rarer.
+    Exit(Pid, Box<ExitReason>),
+}
+
+/// What a received signal asks of the worker holding the receiver.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Received {
+    /// Nothing more (recorded, or dropped as a duplicate or stale).
+    Nothing,
+    /// Pass `Event::Down { pid, reason }` to the next step.
+    Down(Pid, ExitReason),
+    /// End the process without another step: linked `.0` ended abnormally.
+    Kill(Pid),
+}
+
+/// The monitors and links of one process: part of its body, so only the
+/// worker holding the process reads or writes it. Boxed and created on
+/// first use (`Body::links`).
+#[derive(Debug, Default)]
+pub struct Links {
+    /// Processes this one monitors (at most once each).
+    watching: Vec<Pid>,
+    /// Processes that monitor this one, as registered here.
+    watchers: Vec<Pid>,
+    /// Processes linked with this one.
+    linked: Vec<Pid>,
+    /// Whether exits of linked processes come as `Event::Down`.
+    trap: bool,
+    /// Set when an exit signal ends this process: by whom.
+    killed_by: Option<Pid>,
+    /// Whether the last step returned `Idle`: a wakeup that brings only
+    /// signals then needs no step (see `worker/signals.rs`).
+    pub idle: bool,
+}
+
+impl Links {
+    /// A request of the holder `me`'s step: the signal to send to the
+    /// returned PID, if any (none if it changes nothing).
+    pub fn monitor(&mut self, me: Pid, target: Pid) -> Option<(Pid, Signal)> {
+        if target == me || self.watching.contains(&target) {
+            return None;
+        }
+        self.watching.push(target);
+        Some((target, Signal::Monitor(me)))
+    }
+
+    /// As [`monitor`](Self::monitor), for `demonitor`.
+    pub fn demonitor(&mut self, me: Pid, target: Pid) -> Option<(Pid, Signal)> {
+        remove(&mut self.watching, target).then_some((target, Signal::Demonitor(me)))
+    }
+
+    /// As [`monitor`](Self::monitor), for `link`.
+    pub fn link(&mut self, me: Pid, to: Pid) -> Option<(Pid, Signal)> {
+        if to == me || self.linked.contains(&to) {
+            return None;
+        }
+        self.linked.push(to);
+        Some((to, Signal::Link(me)))
+    }
+
+    /// As [`monitor`](Self::monitor), for `unlink`.
+    pub fn unlink(&mut self, me: Pid, to: Pid) -> Option<(Pid, Signal)> {
+        remove(&mut self.linked, to).then_some((to, Signal::Unlink(me)))
+    }
+
+    /// `trap_exits`.
+    pub fn trap_exits(&mut self, trap: bool) {
+        self.trap = trap;
+    }
+
+    /// A signal for this process (its generation matched).
+    pub fn receive(&mut self, signal: Signal) -> Received {
+        match signal {
+            Signal::Monitor(watcher) => self.watchers.push(watcher),
+            Signal::Demonitor(watcher) => {
+                remove(&mut self.watchers, watcher);
+            }
+            Signal::Link(from) => {
+                if !self.linked.contains(&from) {
+                    self.linked.push(from);
+                }
+            }
+            Signal::Unlink(from) => {
+                remove(&mut self.linked, from);
+            }
+            Signal::Down(target, reason) => {
+                if remove(&mut self.watching, target) {
+                    return Received::Down(target, reason);
+                }
+            }
+            Signal::Exit(from, reason) => {
+                let reason = *reason;
+                if !remove(&mut self.linked, from) {
+                    // Unlinked meanwhile, or a second exit for one link.
+                } else if self.trap {
+                    return Received::Down(from, reason);
+                } else if !reason.is_normal() && self.killed_by.is_none() {
+                    self.killed_by = Some(from);
+                    return Received::Kill(from);
+                }
+            }
+        }
+        Received::Nothing
+    }
+
+    /// The process that ended this one through a link, if any.
+    pub fn killed_by(&self) -> Option<Pid> {
+        self.killed_by
+    }
+
+    /// The signals to send when this process (`me`) ends with `reason`:
+    /// a `Down` to each watcher, an `Exit` to each linked process.
+    pub fn farewell(self, me: Pid, reason: &ExitReason) -> impl Iterator<Item = (Pid, Signal)> {
+        let reason_for_downs = reason.clone();
+        let reason_for_exits = reason.clone();
+        let downs = (self.watchers.into_iter())
+            .map(move |w| (w, Signal::Down(me, reason_for_downs.clone())));
+        let exits = (self.linked.into_iter())
+            .map(move |p| (p, Signal::Exit(me, Box::new(reason_for_exits.clone()))));
+        downs.chain(exits)
+    }
+
+    /// Counts for the process dump: (monitors held, watchers, links).
+    pub fn counts(&self) -> (usize, usize, usize) {
+        (self.watching.len(), self.watchers.len(), self.linked.len())
+    }
+}
+
+/// The answer owed for a request that did not reach its target: refused,
+/// raced the target's end, or found in the slot by a later process
+/// (`target` is then the PID the request was sent to). A `Down` or `Exit`
+/// that did not reach its receiver needs none.
+pub fn unanswered(target: Pid, signal: Signal) -> Option<(Pid, Signal)> {
+    match signal {
+        Signal::Monitor(watcher) => Some((watcher, Signal::Down(target, ExitReason::NoProc))),
+        Signal::Link(from) => Some((from, Signal::Exit(target, Box::new(ExitReason::NoProc)))),
+        _ => None,
+    }
+}
+
+/// Packs the dump's counts into one word: 21 bits each (saturating),
+/// monitors held low, then watchers, then links.
+pub fn pack_counts((monitors, watchers, links): (usize, usize, usize)) -> u64 {
+    const MAX: usize = (1 << 21) - 1;
+    let field = |n: usize| n.min(MAX) as u64;
+    field(monitors) | field(watchers) << 21 | field(links) << 42
+}
+
+/// Unpacks [`pack_counts`].
+pub fn unpack_counts(word: u64) -> (u32, u32, u32) {
+    let field = |shift: u32| ((word >> shift) & ((1 << 21) - 1)) as u32;
+    (field(0), field(21), field(42))
+}
+
+/// Removes `pid` from `list` (order is not kept); whether it was there.
+fn remove(list: &mut Vec<Pid>, pid: Pid) -> bool {
+    match list.iter().position(|p| *p == pid) {
+        Some(at) => {
+            list.swap_remove(at);
+            true
+        }
+        None => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Links, Received, Signal};
+    use crate::process::{ExitReason, Pid};
+
+    fn pid(i: u32) -> Pid {
+        Pid::new(i, 1)
+    }
+
+    #[test]
+    fn a_down_passes_once_and_never_after_a_demonitor() {
+        let mut w = Links::default();
+        assert!(w.monitor(pid(1), pid(2)).is_some());
+        assert!(
+            w.monitor(pid(1), pid(2)).is_none(),
+            "one monitor per target"
+        );
+        let down = || Signal::Down(pid(2), ExitReason::Done);
+        assert_eq!(w.receive(down()), Received::Down(pid(2), ExitReason::Done));
+        assert_eq!(w.receive(down()), Received::Nothing, "a second Down");
+        assert!(w.monitor(pid(1), pid(2)).is_some());
+        assert!(w.demonitor(pid(1), pid(2)).is_some());
+        assert_eq!(w.receive(down()), Received::Nothing, "after demonitor");
+        assert_eq!(w.counts(), (0, 0, 0));
+    }
+
+    #[test]
+    fn an_exit_kills_once_unless_trapped_or_normal() {
+        let mut a = Links::default();
+        a.link(pid(1), pid(2));
+        a.link(pid(1), pid(3));
+        let exit = |p, r| Signal::Exit(pid(p), Box::new(r));
+        assert_eq!(a.receive(exit(2, ExitReason::Done)), Received::Nothing);
+        assert_eq!(a.counts().2, 1, "a normal end unlinks");
+        assert_eq!(
+            a.receive(exit(3, ExitReason::Terminated)),
+            Received::Kill(pid(3))
+        );
+        assert_eq!(a.killed_by(), Some(pid(3)));
+        let mut t = Links::default();
+        t.trap_exits(true);
+        t.link(pid(1), pid(2));
+        assert_eq!(
+            t.receive(exit(2, ExitReason::NoProc)),
+            Received::Down(pid(2), ExitReason::NoProc)
+        );
+        assert_eq!(t.receive(exit(2, ExitReason::NoProc)), Received::Nothing);
+    }
+
+    /// A `Down` travels in every process's mailbox node: it must not make
+    /// the items larger than the events were before monitors existed
+    /// (a `Completion` with a small reply: 32 bytes on 64-bit targets).
+    #[test]
+    #[cfg(all(target_pointer_width = "64", not(loom)))]
+    fn signals_do_not_grow_the_mailbox_item() {
+        use crate::process::{Event, NoCommand, Process, StepOutput};
+        use crate::sched::table::{Envelope, Item};
+        struct Small;
+        impl Process for Small {
+            type Input = ();
+            type Message = u64;
+            type Command = NoCommand;
+            type Reply = u64;
+            type Output = ();
+            type Error = ();
+            fn init(&mut self, _: &str, _: ()) -> Result<(), ()> {
+                Ok(())
+            }
+            fn step(
+                &mut self,
+                _: &mut Vec<Event<Self>>,
+                _: &mut StepOutput<'_, Self>,
+            ) -> Result<(), ()> {
+                Ok(())
+            }
+        }
+        assert_eq!(core::mem::size_of::<Event<Small>>(), 32);
+        assert_eq!(core::mem::size_of::<Item<Small>>(), 32);
+        assert_eq!(core::mem::size_of::<Envelope<Small>>(), 40);
+        assert_eq!(core::mem::size_of::<Signal>(), 24);
+    }
+}

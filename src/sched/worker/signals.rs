@@ -1,0 +1,159 @@
+//! The worker's side of monitors and links (`src/sched/links.rs` has the
+//! design): sending a step's requests, receiving signals while collecting
+//! events, answering requests that found no process, and telling watchers
+//! and linked processes when a process ends.
+//!
+//! Everything here runs on the worker holding the process whose `Body` it
+//! is given; a process that uses no monitor or link reaches none of it but
+//! for the `is_empty`/`is_none` checks in `step.rs`.
+
+use super::Local;
+use crate::process::state::Wake;
+use crate::process::{ExitReason, LinkOp, Outcome, Pid, Process, ProcessError, Summary};
+use crate::sched::links::{self, Links, Received, Signal};
+use crate::sched::table::{Body, Slot, Task};
+use crate::sync::Ordering;
+
+/// What the signals collected before a step ask for.
+pub(super) enum Before {
+    /// Step as usual.
+    Step,
+    /// Only signals woke this idle process: park it again, no step.
+    Repark,
+    /// An exit signal ended it: close it without a step.
+    Kill,
+}
+
+impl<P: Process> Local<P> {
+    /// Applies the monitor and link requests of `pid`'s step (in
+    /// `self.effects.links`), before its children are queued: a monitor or
+    /// link of a child spawned in the same step is then in the child's
+    /// mailbox before the child can run, and cannot race its end.
+    pub(super) fn apply_links(&mut self, slot: &Slot<P>, pid: Pid, body: &mut Body<P>) {
+        let links = body.links.get_or_insert_with(Box::default);
+        let mut ops = core::mem::take(&mut self.effects.links);
+        for op in ops.drain(..) {
+            let send = match op {
+                LinkOp::Monitor(target) => links.monitor(pid, target),
+                LinkOp::Demonitor(target) => links.demonitor(pid, target),
+                LinkOp::Link(to) => links.link(pid, to),
+                LinkOp::Unlink(to) => links.unlink(pid, to),
+                LinkOp::TrapExits(trap) => {
+                    links.trap_exits(trap);
+                    None
+                }
+            };
+            if let Some((to, signal)) = send {
+                // Requests wake an idle target (it registers them at once,
+                // so that `processes()` shows them), not a waiting one: its
+                // `close` drains them if it never steps again.
+                self.send_signal(to, signal, Wake::Message);
+            }
+        }
+        self.effects.links = ops; // keep the buffer
+        publish_counts(slot, links);
+    }
+
+    /// Sends `signal` to `to`; a request that found no process (refused,
+    /// or its push raced the end) is answered at once (`links::unanswered`:
+    /// the sender gets `Down` or `Exit` with `NoProc`). A process woken
+    /// goes on this worker's deque.
+    pub(super) fn send_signal(&mut self, to: Pid, signal: Signal, kind: Wake) {
+        let nodes = Some(&mut self.nodes);
+        match self.shared.deliver_signal(to, signal, kind, nodes) {
+            Ok(Some(task)) => self.queue_woken(task),
+            Ok(None) | Err(None) => {}
+            Err(Some(signal)) => self.answer(to, signal),
+        }
+    }
+
+    /// Answers a request that reached no process in `target` (see
+    /// `links::unanswered`). The answer itself needs none.
+    pub(super) fn answer(&mut self, target: Pid, signal: Signal) {
+        if let Some((to, answer)) = links::unanswered(target, signal) {
+            let nodes = Some(&mut self.nodes);
+            if let Ok(Some(task)) = self
+                .shared
+                .deliver_signal(to, answer, Wake::Completion, nodes)
+            {
+                self.queue_woken(task);
+            }
+        }
+    }
+
+    fn queue_woken(&mut self, task: Task<P>) {
+        self.deque.push(task);
+        self.queued_locally(1);
+    }
+
+    /// A signal for `pid` (the process this worker holds) found while
+    /// collecting its events: recorded, or turned into the event a step
+    /// sees (`Event::Down`), or noted as the process's end (`Before::Kill`,
+    /// read back through `Links::killed_by`).
+    pub(super) fn receive_signal(
+        &mut self,
+        slot: &Slot<P>,
+        body: &mut Body<P>,
+        signal: Signal,
+    ) -> Option<(Pid, ExitReason)> {
+        let links = body.links.get_or_insert_with(Box::default);
+        let received = links.receive(signal);
+        publish_counts(slot, links);
+        match received {
+            Received::Down(pid, reason) => Some((pid, reason)),
+            Received::Nothing | Received::Kill(_) => None,
+        }
+    }
+
+    /// After the events are collected: whether the process steps.
+    pub(super) fn before_step(&self, body: &Body<P>, last: bool, full: bool) -> Before {
+        let Some(links) = body.links.as_deref() else {
+            return Before::Step;
+        };
+        if links.killed_by().is_some() {
+            Before::Kill
+        } else if links.idle && !last && !full && self.events.is_empty() {
+            Before::Repark
+        } else {
+            Before::Step
+        }
+    }
+
+    /// Ends a process's monitors and links (`links` taken from its body by
+    /// `close`, with the signals its mailbox still held applied): a `Down`
+    /// to each watcher, an `Exit` to each linked process.
+    pub(super) fn farewell(
+        &mut self,
+        slot: &Slot<P>,
+        pid: Pid,
+        links: Links,
+        outcome: &Outcome<P>,
+    ) {
+        let reason = match links.killed_by() {
+            Some(by) => ExitReason::Linked(by),
+            None => exit_reason::<P>(outcome),
+        };
+        for (to, signal) in links.farewell(pid, &reason) {
+            self.send_signal(to, signal, Wake::Completion);
+        }
+        // Relaxed: a figure for the dump (see `Slot::link_counts`).
+        slot.link_counts.store(0, Ordering::Relaxed);
+    }
+}
+
+/// How an outcome is told to watchers.
+pub(super) fn exit_reason<P: Process>(outcome: &Outcome<P>) -> ExitReason {
+    match outcome {
+        Ok(_) => ExitReason::Done,
+        Err(ProcessError::Failed(e)) => ExitReason::Failed(Summary::new(format!("{e:?}"))),
+        Err(ProcessError::Panicked(m)) => ExitReason::Panicked(Summary::new(m.clone())),
+        Err(ProcessError::Terminated) => ExitReason::Terminated,
+        Err(ProcessError::Shutdown) => ExitReason::Shutdown,
+    }
+}
+
+/// Stores the counts the dump shows.
+fn publish_counts<P: Process>(slot: &Slot<P>, links: &Links) {
+    // Relaxed: a figure for the dump (see `Slot::link_counts`).
+    (slot.link_counts).store(links::pack_counts(links.counts()), Ordering::Relaxed);
+}

@@ -1,0 +1,419 @@
+//! Monitors and links (`src/sched/links.rs`): a `Down` comes exactly once
+//! per monitor, with the right reason, at once for a process already gone,
+//! never after a `demonitor`'s step, and never twice when the end races the
+//! monitor; a link chain dies from its head; a trapping process survives
+//! and sees each exit; churn leaves no entries; a panic in a monitoring
+//! step with `Down`s pending wedges nothing.
+//!
+//! ```text
+//! cargo test --test sched_links
+//! cargo test --release --test sched_links
+//! ```
+
+mod common;
+use common::wait_until;
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use stepsched::process::{
+    Event, ExitReason, NoCommand, Pid, Process, ProcessError, Status, StepOutput,
+};
+use stepsched::sched::{JoinHandle, Scheduler};
+
+/// What the test asks a node to do.
+#[derive(Debug, Clone)]
+enum Msg {
+    Monitor(Pid),
+    Demonitor(Pid),
+    Link(Pid),
+    Trap(bool),
+    /// Monitor and demonitor `.0`, `.1` times in this step.
+    Churn(Pid, u32),
+    Finish,
+    Fail,
+    Panic,
+    /// Spawn a child that fails at once, and monitor it in the same step.
+    SpawnAndMonitor,
+    /// Panic on the next `Down`.
+    PanicOnDown,
+}
+
+/// Every `Down` any node saw: (watcher, target, reason), and `Down`s that
+/// came after their target was demonitored (must stay empty).
+#[derive(Default)]
+struct Log {
+    downs: Mutex<Vec<(Pid, Pid, ExitReason)>>,
+    after_demonitor: Mutex<Vec<(Pid, Pid)>>,
+}
+
+impl Log {
+    fn downs_of(&self, watcher: Pid) -> Vec<(Pid, ExitReason)> {
+        let downs = self.downs.lock().unwrap();
+        (downs.iter())
+            .filter(|(w, ..)| *w == watcher)
+            .map(|(_, t, r)| (*t, r.clone()))
+            .collect()
+    }
+
+    fn count(&self) -> usize {
+        self.downs.lock().unwrap().len()
+    }
+}
+
+struct Node {
+    log: Arc<Log>,
+    demonitored: HashSet<Pid>,
+    panic_on_down: bool,
+    /// A child of `SpawnAndMonitor`: fails in its first step.
+    fail_first: bool,
+}
+
+impl Node {
+    fn new(log: &Arc<Log>) -> Self {
+        Node {
+            log: Arc::clone(log),
+            demonitored: HashSet::new(),
+            panic_on_down: false,
+            fail_first: false,
+        }
+    }
+}
+
+impl Process for Node {
+    type Input = ();
+    type Message = Msg;
+    type Command = NoCommand;
+    type Reply = ();
+    type Output = ();
+    type Error = String;
+
+    fn init(&mut self, method: &str, _: ()) -> Result<(), String> {
+        self.fail_first = method == "fail-first-step";
+        Ok(())
+    }
+
+    fn step(
+        &mut self,
+        events: &mut Vec<Event<Self>>,
+        out: &mut StepOutput<'_, Self>,
+    ) -> Result<(), String> {
+        let me = out.pid();
+        if self.fail_first {
+            return Err(format!("{me} failed at once"));
+        }
+        for event in events.drain(..) {
+            match event {
+                Event::Message(Msg::Monitor(t)) => {
+                    self.demonitored.remove(&t);
+                    out.monitor(t);
+                }
+                Event::Message(Msg::Demonitor(t)) => {
+                    self.demonitored.insert(t);
+                    out.demonitor(t);
+                }
+                Event::Message(Msg::Link(t)) => out.link(t),
+                Event::Message(Msg::Trap(on)) => out.trap_exits(on),
+                Event::Message(Msg::Churn(t, n)) => {
+                    for _ in 0..n {
+                        out.monitor(t);
+                        out.demonitor(t);
+                    }
+                }
+                Event::Message(Msg::Finish) => out.done(()),
+                Event::Message(Msg::Fail) => return Err(format!("{me} failed on purpose")),
+                Event::Message(Msg::Panic) => panic!("{me} panicked on purpose"),
+                Event::Message(Msg::SpawnAndMonitor) => {
+                    let child = out
+                        .spawn(Node::new(&self.log), "fail-first-step", ())
+                        .expect("spawned");
+                    out.monitor(child);
+                }
+                Event::Message(Msg::PanicOnDown) => self.panic_on_down = true,
+                Event::Cancel(_) => out.done(()),
+                Event::Down { pid, reason } => {
+                    if self.demonitored.contains(&pid) {
+                        self.log.after_demonitor.lock().unwrap().push((me, pid));
+                    }
+                    self.log.downs.lock().unwrap().push((me, pid, reason));
+                    if self.panic_on_down {
+                        panic!("{me} panicked on a Down");
+                    }
+                }
+                _ => {}
+            }
+        }
+        if out.status().is_none() {
+            out.set_status(Status::Idle);
+        }
+        Ok(())
+    }
+}
+
+fn scheduler() -> Scheduler<Node> {
+    Scheduler::builder().workers(2).build().unwrap()
+}
+
+fn spawn(s: &Scheduler<Node>, log: &Arc<Log>) -> JoinHandle<Node> {
+    s.submit_joinable(Node::new(log), "run", ()).ok().unwrap()
+}
+
+fn info(s: &Scheduler<Node>, pid: Pid) -> Option<stepsched::sched::ProcessInfo> {
+    s.processes().into_iter().find(|p| p.pid == pid)
+}
+
+#[test]
+fn a_monitor_of_an_ended_or_unknown_pid_gives_noproc_at_once() {
+    let s = scheduler();
+    let log = Arc::new(Log::default());
+    let gone = spawn(&s, &log);
+    let gone_pid = gone.pid();
+    s.send(gone_pid, Msg::Finish).unwrap();
+    assert!(gone.join().is_ok());
+    let w = spawn(&s, &log);
+    let w_pid = w.pid();
+    let never = Pid::from_raw(0x0000_0007_00ff_ffff);
+    s.send(w.pid(), Msg::Monitor(gone_pid)).unwrap();
+    s.send(w.pid(), Msg::Monitor(never)).unwrap();
+    wait_until("two Downs", || log.count() == 2);
+    // Linking a gone process is an abnormal exit (NoProc): it ends w.
+    s.send(w.pid(), Msg::Link(never)).unwrap();
+    let outcome = w.join();
+    assert!(
+        matches!(outcome, Err(ProcessError::Terminated)),
+        "{outcome:?}"
+    );
+    let mut downs = log.downs_of(w_pid);
+    downs.sort_by_key(|(p, _)| p.into_raw());
+    assert_eq!(
+        downs,
+        vec![(gone_pid, ExitReason::NoProc), (never, ExitReason::NoProc)]
+    );
+}
+
+#[test]
+fn each_way_of_ending_is_told_with_its_reason() {
+    let s = scheduler();
+    let log = Arc::new(Log::default());
+    let w = spawn(&s, &log);
+    let targets: Vec<JoinHandle<Node>> = (0..4).map(|_| spawn(&s, &log)).collect();
+    for t in &targets {
+        s.send(w.pid(), Msg::Monitor(t.pid())).unwrap();
+    }
+    wait_until("the monitors are registered", || {
+        targets
+            .iter()
+            .all(|t| info(&s, t.pid()).is_some_and(|i| i.monitored_by == 1))
+    });
+    assert_eq!(info(&s, w.pid()).unwrap().monitors, 4);
+    s.send(targets[0].pid(), Msg::Finish).unwrap();
+    s.send(targets[1].pid(), Msg::Fail).unwrap();
+    s.send(targets[2].pid(), Msg::Panic).unwrap();
+    s.terminate(targets[3].pid()).unwrap();
+    wait_until("four Downs", || log.count() == 4);
+    let mut got = log.downs_of(w.pid());
+    got.sort_by_key(|(p, _)| p.into_raw());
+    let reasons: Vec<String> = got.iter().map(|(_, r)| format!("{r:?}")).collect();
+    let f = targets[1].pid();
+    let p = targets[2].pid();
+    assert_eq!(
+        reasons,
+        vec![
+            "Done".to_owned(),
+            format!("Failed(\"\\\"{f} failed on purpose\\\"\")"),
+            format!("Panicked(\"{p} panicked on purpose\")"),
+            "Terminated".to_owned(),
+        ]
+    );
+    assert_eq!(
+        info(&s, w.pid()).unwrap().monitors,
+        0,
+        "each Down ends its monitor"
+    );
+}
+
+#[test]
+fn a_monitor_set_with_the_spawn_sees_the_childs_real_end() {
+    let s = scheduler();
+    let log = Arc::new(Log::default());
+    let parent = spawn(&s, &log);
+    for _ in 0..50 {
+        s.send(parent.pid(), Msg::SpawnAndMonitor).unwrap();
+    }
+    wait_until("fifty Downs", || log.count() == 50);
+    for (_, reason) in log.downs_of(parent.pid()) {
+        assert!(matches!(reason, ExitReason::Failed(_)), "{reason:?}");
+    }
+}
+
+#[test]
+fn a_link_chain_of_1000_dies_from_its_head() {
+    let s = scheduler();
+    let log = Arc::new(Log::default());
+    let chain: Vec<JoinHandle<Node>> = (0..1000).map(|_| spawn(&s, &log)).collect();
+    for pair in chain.windows(2) {
+        s.send(pair[1].pid(), Msg::Link(pair[0].pid())).unwrap();
+    }
+    wait_until("every link is set", || {
+        let dump = s.processes();
+        dump.iter().map(|p| p.links as usize).sum::<usize>() == 2 * 999
+    });
+    s.send(chain[0].pid(), Msg::Fail).unwrap();
+    let mut outcomes = chain.into_iter().map(JoinHandle::join);
+    assert!(matches!(
+        outcomes.next(),
+        Some(Err(ProcessError::Failed(_)))
+    ));
+    for outcome in outcomes {
+        assert!(
+            matches!(outcome, Err(ProcessError::Terminated)),
+            "{outcome:?}"
+        );
+    }
+    assert_eq!(s.live(), 0);
+}
+
+#[test]
+fn a_trapping_process_survives_and_sees_each_exit() {
+    let s = scheduler();
+    let log = Arc::new(Log::default());
+    let trapper = spawn(&s, &log);
+    s.send(trapper.pid(), Msg::Trap(true)).unwrap();
+    let linked: Vec<JoinHandle<Node>> = (0..10).map(|_| spawn(&s, &log)).collect();
+    for l in &linked {
+        s.send(trapper.pid(), Msg::Link(l.pid())).unwrap();
+    }
+    wait_until("the links", || info(&s, trapper.pid()).unwrap().links == 10);
+    for (i, l) in linked.iter().enumerate() {
+        let end = if i % 2 == 0 { Msg::Fail } else { Msg::Finish };
+        s.send(l.pid(), end).unwrap();
+    }
+    wait_until("ten Downs", || log.downs_of(trapper.pid()).len() == 10);
+    let failed = (log.downs_of(trapper.pid()).iter())
+        .filter(|(_, r)| matches!(r, ExitReason::Failed(_)))
+        .count();
+    assert_eq!(failed, 5);
+    assert_eq!(info(&s, trapper.pid()).unwrap().links, 0);
+    s.send(trapper.pid(), Msg::Finish).unwrap();
+    assert!(trapper.join().is_ok(), "the trapper lived on");
+}
+
+#[test]
+fn monitor_demonitor_churn_leaves_no_entries() {
+    let s = scheduler();
+    let log = Arc::new(Log::default());
+    let w = spawn(&s, &log);
+    let t = spawn(&s, &log);
+    let rounds = if cfg!(miri) { 10 } else { 1000 };
+    for _ in 0..rounds {
+        s.send(w.pid(), Msg::Churn(t.pid(), 100)).unwrap();
+    }
+    wait_until("the churn is applied", || {
+        let (wi, ti) = (info(&s, w.pid()).unwrap(), info(&s, t.pid()).unwrap());
+        // w's requests are all sent once its mailbox is empty; t has
+        // processed them once it is idle again with no watcher left.
+        wi.monitors == 0 && ti.monitored_by == 0 && ti.steps > 0
+    });
+    s.send(t.pid(), Msg::Finish).unwrap();
+    assert!(t.join().is_ok());
+    s.send(w.pid(), Msg::Finish).unwrap();
+    assert!(w.join().is_ok());
+    assert_eq!(log.count(), 0, "no Down after a demonitor");
+}
+
+#[test]
+fn a_monitoring_step_that_panics_with_downs_pending_wedges_nothing() {
+    let s = scheduler();
+    let log = Arc::new(Log::default());
+    let w = spawn(&s, &log);
+    let boss = spawn(&s, &log);
+    s.send(boss.pid(), Msg::Monitor(w.pid())).unwrap();
+    let targets: Vec<JoinHandle<Node>> = (0..50).map(|_| spawn(&s, &log)).collect();
+    for t in &targets {
+        s.send(w.pid(), Msg::Monitor(t.pid())).unwrap();
+    }
+    s.send(w.pid(), Msg::PanicOnDown).unwrap();
+    wait_until("w monitors all", || {
+        info(&s, w.pid()).unwrap().monitors == 50
+    });
+    for t in &targets {
+        s.send(t.pid(), Msg::Finish).unwrap();
+    }
+    assert!(matches!(w.join(), Err(ProcessError::Panicked(_))));
+    for t in targets {
+        assert!(t.join().is_ok());
+    }
+    wait_until("boss is told", || !log.downs_of(boss.pid()).is_empty());
+    let downs = log.downs_of(boss.pid());
+    assert!(
+        matches!(downs[..], [(_, ExitReason::Panicked(_))]),
+        "{downs:?}"
+    );
+    // The scheduler goes on.
+    let next = spawn(&s, &log);
+    s.send(next.pid(), Msg::Finish).unwrap();
+    assert!(next.join().is_ok());
+    let report = s.shutdown(common::ms(10_000));
+    assert_eq!(report.forced, 0, "{report:?}");
+}
+
+/// Monitors set while their targets end, from two threads and two
+/// workers: each yields exactly one `Down` (its reason or `NoProc`).
+/// Demonitors racing ends: no `Down` after the demonitor's step.
+#[test]
+fn racing_ends_yield_exactly_one_down_and_none_after_a_demonitor() {
+    let s = scheduler();
+    let log = Arc::new(Log::default());
+    let n = if cfg!(miri) { 20 } else { 2000 };
+    let watchers: Vec<JoinHandle<Node>> = (0..8).map(|_| spawn(&s, &log)).collect();
+    let targets: Vec<JoinHandle<Node>> = (0..n).map(|_| spawn(&s, &log)).collect();
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            for (i, t) in targets.iter().enumerate() {
+                let w = watchers[i % 8].pid();
+                s.send(w, Msg::Monitor(t.pid())).unwrap();
+                if i % 3 == 0 {
+                    s.send(w, Msg::Demonitor(t.pid())).unwrap();
+                }
+            }
+        });
+        scope.spawn(|| {
+            for t in &targets {
+                s.send(t.pid(), Msg::Finish).unwrap();
+            }
+        });
+    });
+    // A demonitored target may still be told, if its `Down` came in a
+    // step before the demonitor's; a kept one must be, once.
+    let kept: HashSet<Pid> = (targets.iter().enumerate())
+        .filter(|(i, _)| i % 3 != 0)
+        .map(|(_, t)| t.pid())
+        .collect();
+    let told = || {
+        let downs = log.downs.lock().unwrap();
+        downs.iter().filter(|(_, t, _)| kept.contains(t)).count()
+    };
+    wait_until("a Down per kept monitor", || told() >= kept.len());
+    for t in targets {
+        assert!(t.join().is_ok());
+    }
+    for w in &watchers {
+        s.send(w.pid(), Msg::Finish).unwrap();
+    }
+    for w in watchers {
+        assert!(w.join().is_ok());
+    }
+    // Every process has ended: nothing more can come.
+    let downs = log.downs.lock().unwrap();
+    let mut seen = HashSet::new();
+    for (w, t, reason) in downs.iter() {
+        assert!(seen.insert((*w, *t)), "two Downs for {t} at {w}");
+        assert!(
+            matches!(reason, ExitReason::Done | ExitReason::NoProc),
+            "{reason:?}"
+        );
+    }
+    drop(downs);
+    assert_eq!(told(), kept.len());
+    assert!(log.after_demonitor.lock().unwrap().is_empty());
+}
