@@ -35,6 +35,10 @@
 //! - `dump.rs`: the process dump's read of a slot (`sched/figures.rs`)
 //!   against the slot's reuse: an entry never pairs a PID with another
 //!   incarnation's figures, and the queued-events figure never underflows.
+//! - `bound.rs`: a bounded mailbox's count (`sched/bound.rs`): senders
+//!   racing the drain at the capacity accept nothing beyond it and refuse
+//!   nothing once the drain is visible; a sender waiting for room is never
+//!   missed by the drain that made it.
 //!
 //! About 50 s of model checking in all on two cores (plus the build), most
 //! of it the two-worker idle models (36 s).

@@ -65,6 +65,8 @@ pub const MAP: &[(&str, &[&str])] = &[
     // Monitors and links: their bookkeeping is loom-built; the one ordering
     // (the dump's Relaxed counts) is a figure, checked by the tests.
     ("src/sched/links.rs", &["loom:links", "test:sched_links"]),
+    // Bounded mailboxes: the count and the room pair are loom-built.
+    ("src/sched/bound.rs", &["loom:bound", "test:sched_bounded"]),
     // Not built under loom: the scheduler's integration tests in release.
     (
         "src/sched/table.rs",
