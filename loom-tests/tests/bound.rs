@@ -46,7 +46,10 @@ fn send(b: &Boxed, message: u32) -> bool {
     }
     b.mailbox.push(message);
     let now = b.inside.fetch_add(1, Ordering::SeqCst) + 1;
-    assert!(now <= limit as usize, "{now} messages in a mailbox of {limit}");
+    assert!(
+        now <= limit as usize,
+        "{now} messages in a mailbox of {limit}"
+    );
     true
 }
 

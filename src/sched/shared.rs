@@ -337,7 +337,9 @@ impl<P: Process> Shared<P> {
             }
             limit != 0
         };
-        Ok(self.push(slot, pid, Item::Event(event), counted, kind, nodes).0)
+        Ok(self
+            .push(slot, pid, Item::Event(event), counted, kind, nodes)
+            .0)
     }
 
     /// [`deliver`](Self::deliver) for a signal of the monitors and links
