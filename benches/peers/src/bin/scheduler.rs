@@ -229,9 +229,15 @@ fn stepsched_only() -> bool {
 
 /// The builder of every timed scenario: `WORKERS` workers, and the
 /// execution tracer if `STEPSCHED_TRACE` is set (to the events per worker
-/// ring, e.g. 65536; the rings wrap, so any size costs the same per event).
+/// ring, e.g. 65536; the rings wrap, so any size costs the same per event);
+/// every mailbox bounded if `STEPSCHED_MAILBOX_CAPACITY` is set (to the
+/// capacity, large enough that nothing is refused: it measures the cost of
+/// counting).
 fn scenario_builder<P: Process>() -> stepsched::sched::Builder<P> {
-    let builder = Scheduler::<P>::builder().workers(WORKERS);
+    let mut builder = Scheduler::<P>::builder().workers(WORKERS);
+    if let Ok(capacity) = std::env::var("STEPSCHED_MAILBOX_CAPACITY") {
+        builder = builder.mailbox_capacity(capacity.parse().expect("STEPSCHED_MAILBOX_CAPACITY"));
+    }
     match std::env::var("STEPSCHED_TRACE") {
         Ok(events) => builder.trace(events.parse().expect("STEPSCHED_TRACE: events per worker")),
         Err(_) => builder,
