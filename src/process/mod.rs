@@ -54,6 +54,7 @@ pub mod kinds;
 mod output;
 mod pid;
 pub mod state;
+pub(crate) mod timer;
 
 pub use event::{Cancel, CommandError, Event};
 pub use kinds::{Hosts, Kind};

@@ -31,6 +31,8 @@ pub(crate) struct Effects<P: Process> {
     pub(crate) commands: Vec<(u64, P::Command)>,
     pub(crate) sends: Vec<(Pid, P::Message)>,
     pub(crate) spawned: Vec<Pid>,
+    /// Timers set and cancelled, in call order (`timer.rs`).
+    pub(crate) timers: Vec<super::timer::TimerOp>,
 }
 
 impl<P: Process> Effects<P> {
@@ -39,6 +41,7 @@ impl<P: Process> Effects<P> {
             commands: Vec::new(),
             sends: Vec::new(),
             spawned: Vec::new(),
+            timers: Vec::new(),
         }
     }
 }

@@ -68,6 +68,12 @@ pub struct ProcessInfo {
     /// [`Builder::count_queued_events`](super::Builder::count_queued_events),
     /// since counting costs an RMW per event.
     pub queued: Option<u32>,
+    /// Timers it has pending: set with
+    /// [`wake_after`](crate::process::StepOutput::wake_after) or
+    /// [`wake_at`](crate::process::StepOutput::wake_at), and command
+    /// timeouts, not yet fired nor cancelled (`send_after` messages to it
+    /// are not counted). As of its last step.
+    pub timers: u32,
 }
 
 impl<P: Process> Scheduler<P> {
@@ -111,10 +117,20 @@ impl<P: Process> Scheduler<P> {
         let mut dump = Vec::with_capacity(shared.table.live());
         for slot in shared.table.slots() {
             let counts = shared.config.count_queued.then_some(&slot.counts);
+            // Read between two state words of one generation (the first
+            // here, the second in `Entry::read`), so it is this
+            // incarnation's: Acquire pairs with the holder's Release store
+            // (`worker/timers.rs`), which follows its `activate`; the count
+            // is zeroed before the slot is freed.
+            let before = slot.state.load().generation();
+            let timers = slot.timers.load(crate::sync::Ordering::Acquire);
             // The incarnation rule is in `Entry::read` (`figures.rs`).
             let Some(entry) = Entry::read(&slot.state, &slot.figures, counts) else {
                 continue;
             };
+            if entry.state.generation() != before {
+                continue;
+            }
             dump.push(ProcessInfo {
                 pid: Pid::new(slot.index(), entry.state.generation()),
                 state: entry.state.lifecycle(),
@@ -122,6 +138,7 @@ impl<P: Process> Scheduler<P> {
                 last_worker: entry.last_worker.map(|worker| worker % workers),
                 since_change: Duration::from_millis(now.saturating_sub(entry.changed_at)),
                 queued: entry.queued,
+                timers,
             });
         }
         dump

@@ -70,6 +70,8 @@ pub mod phase;
 #[doc(hidden)]
 pub mod slab;
 #[doc(hidden)]
+pub mod timer;
+#[doc(hidden)]
 pub mod watch;
 
 pub use global::{GlobalQueue, Take, BATCH};
@@ -93,6 +95,6 @@ pub use outside::{CallError, Receiver, Recv};
 #[cfg(not(loom))]
 pub use scheduler::{Scheduler, ShutdownReport};
 #[cfg(not(loom))]
-pub use stats::{BlockingStats, Stats, WorkerStats};
+pub use stats::{BlockingStats, Stats, TimerStats, WorkerStats};
 #[cfg(not(loom))]
 pub use trace::Trace;

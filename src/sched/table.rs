@@ -54,6 +54,8 @@ pub(crate) struct Body<P: Process> {
     /// Set for an outside receiver's slot (`process` is then `None`): the
     /// worker that runs it moves its messages here (`outside.rs`).
     pub(crate) outside: Option<std::sync::Arc<Inbox<P::Message>>>,
+    /// Pending timers and command timeouts (`worker/timers.rs`).
+    pub(crate) timers: Vec<super::timer::Record>,
 }
 
 /// What [`Table::insert`] puts in a slot.
@@ -89,6 +91,11 @@ pub(crate) struct Slot<P: Process> {
     next_free: AtomicU32,
     index: u32,
     pub(crate) body: UnsafeCell<Body<P>>,
+    /// Pending timers of the process (`Body::timers.len()`), for the
+    /// process dump. Stored (Release) by the holder after each change, and
+    /// zeroed by `close` before the slot is freed; loaded (Acquire) by the
+    /// dump between two reads of the state word (`dump.rs`).
+    pub(crate) timers: AtomicU32,
 }
 
 // SAFETY: `body` is only accessed by the one thread that holds the process
@@ -113,10 +120,12 @@ impl<P: Process> Slot<P> {
                 carry: Vec::new(),
                 joiner: None,
                 outside: None,
+                timers: Vec::new(),
             }),
             figures: Figures::new(),
             next_free: AtomicU32::new(0),
             index,
+            timers: AtomicU32::new(0),
         }
     }
 

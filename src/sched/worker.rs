@@ -37,6 +37,7 @@
 use super::monitor::StepClock;
 use super::shared::{phase, Shared};
 use super::table::{Envelope, FreeCache, Task};
+use super::timer::NEVER;
 use super::trace::{Kind, Ring};
 use super::Take;
 use crate::deque::{Steal, Worker};
@@ -49,6 +50,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 mod step;
+mod timers;
 
 /// How many times in a row `runnext` may run before it must queue behind
 /// the local deque: two processes messaging each other forever would
@@ -124,6 +126,10 @@ pub(crate) struct Local<P: Process> {
     /// Whether a long-step monitor runs (a copy of the configuration's
     /// flag, on a line the worker already has).
     monitored: bool,
+    /// Buffers for timers taken out of a wheel, and their messages, until
+    /// they are delivered (`worker/timers.rs`).
+    fired: Vec<super::timer::wheel::Fired>,
+    fired_messages: Vec<P::Message>,
 }
 
 impl<P: Process> Local<P> {
@@ -149,6 +155,8 @@ impl<P: Process> Local<P> {
             clock: StepClock::new(),
             trace,
             monitored,
+            fired: Vec::new(),
+            fired_messages: Vec::new(),
         }
     }
 
@@ -161,6 +169,8 @@ impl<P: Process> Local<P> {
         let watch = &shared.remotes[self.index].watch;
         let mut idle_rounds = 0;
         loop {
+            // One load unless timers are pending in this worker's wheel.
+            self.poll_own_timers();
             if let Some(task) = self.find_local() {
                 self.found_work();
                 idle_rounds = 0;
@@ -177,6 +187,11 @@ impl<P: Process> Local<P> {
                     continue;
                 }
                 self.spinning = true;
+            }
+            // A spinner fires due timers of every wheel: a worker in a long
+            // step holds no one's timers hostage (`timer/mod.rs`).
+            if self.poll_all_timers() > 0 {
+                continue;
             }
             if let Some(task) = self.steal() {
                 self.found_work();
@@ -442,6 +457,21 @@ impl<P: Process> Local<P> {
         } else {
             // Every queue looked empty: a fresh streak after this park.
             self.cancelled = 0;
+        }
+        // Timers: read after the fence in `prepare_park`, so a timer whose
+        // inserter's `notify_one` fence came first is seen here; one whose
+        // fence came after sees us registered (the wake rule).
+        let next = self.earliest_timer();
+        if next != NEVER {
+            let clock = &shared.timers.clock;
+            if next <= clock.now() {
+                shared.idle.cancel_park(self.index);
+                self.poll_all_timers();
+                shared.hooks.unpark(self.index);
+                return;
+            }
+            let until = clock.until(next);
+            timeout = Some(timeout.map_or(until, |t: Duration| t.min(until)));
         }
         self.counters().parks.add(1);
         self.record(Kind::Park, 0, 0);

@@ -129,8 +129,12 @@ impl<P: Process> Local<P> {
             let ending = outcome.is_some() || last || matches!(status, Status::Done(_));
             if ending {
                 self.effects.commands.clear();
+                self.effects.timers.clear();
             } else if let Err(message) = self.dispatch(pid, body) {
                 outcome = Some(Err(ProcessError::Panicked(message)));
+                self.effects.timers.clear();
+            } else {
+                self.apply_timers(pid, body, slot);
             }
             (outcome, status, more)
         };
@@ -181,9 +185,10 @@ impl<P: Process> Local<P> {
                     end = true;
                     None
                 }
-                // A receiver yields no command, so no completion is pending
-                // and `collect_events` reported any as unknown.
-                Event::Completion { .. } => None,
+                // A receiver yields no command and sets no timer, so no
+                // completion is pending and `collect_events` reported any
+                // as unknown.
+                Event::Completion { .. } | Event::Timer { .. } => None,
             });
             let inbox = body.outside.as_ref().expect("a receiver has its inbox");
             inbox.push_all(messages);
@@ -258,8 +263,29 @@ impl<P: Process> Local<P> {
             self.shared.undelivered(stale, envelope.event);
             return None;
         }
-        if let Event::Completion { tag, .. } = &envelope.event {
-            match body.pending.iter().position(|t| t == tag) {
+        if let Event::Timer { tag } = envelope.event {
+            // Cancelled, or re-armed, meanwhile: dropped silently.
+            return self
+                .accept_timer(body, tag, false)
+                .then_some(envelope.event);
+        }
+        if let Event::Completion { tag, result } = &envelope.event {
+            let tag = *tag;
+            let timed_out = matches!(result, Err(CommandError::TimedOut));
+            let pending = body.pending.iter().position(|&t| t == tag);
+            if timed_out && Self::has_timeout(body, tag) {
+                // Ours: only if it is this command's timeout, now due.
+                if pending.is_none() || !self.accept_timer(body, tag, true) {
+                    return None;
+                }
+            } else if timed_out && pending.is_none() {
+                // Our timeout, beaten by the completion: dropped silently.
+                return None;
+            } else if pending.is_some() {
+                // A completion beats its timeout, which goes.
+                self.cancel_record(body, tag, true);
+            }
+            match pending {
                 Some(at) => {
                     body.pending.swap_remove(at);
                 }
@@ -383,6 +409,10 @@ impl<P: Process> Local<P> {
             // the borrow ends with this block, before `remove`.
             let body = unsafe { slot.body() };
             body.pending.clear();
+            if !body.timers.is_empty() {
+                self.cancel_all_timers(body);
+                self.publish_timer_count(body, slot);
+            }
             (
                 body.process.take(),
                 body.joiner.take(),
