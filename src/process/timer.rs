@@ -38,7 +38,8 @@ impl<P: Process> StepOutput<'_, P> {
     /// Timers are never early. How late they are: about the wake-up latency
     /// of a parked thread (tens of µs) on an idle scheduler; the rest of
     /// the current step on a busy worker; see `src/sched/timer/mod.rs`.
-    /// When the process ends, its pending timers are cancelled.
+    /// When the process ends, its pending timers are cancelled (and those
+    /// set by the step it ends in are never armed).
     ///
     /// ```
     /// use std::time::{Duration, Instant};
