@@ -239,7 +239,7 @@ impl fmt::Display for Stats {
         )?;
         write!(
             f,
-            "\ntimers: fired {}  late {}  cancelled {}",
+            "  timers fired {}  late {}  cancelled {}",
             self.timers.fired, self.timers.late, self.timers.cancelled
         )
     }
