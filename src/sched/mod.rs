@@ -42,6 +42,7 @@ mod handler;
 mod join;
 #[cfg(not(loom))]
 mod monitor;
+#[cfg(not(loom))]
 mod outside;
 #[cfg(not(loom))]
 mod scheduler;
@@ -91,6 +92,7 @@ pub use join::{JoinHandle, JoinSet, Joined};
 
 #[cfg(not(loom))]
 pub use monitor::{LongStep, DEFAULT_LONG_STEP_THRESHOLD};
+#[cfg(not(loom))]
 pub use outside::{CallError, Receiver, Recv};
 #[cfg(not(loom))]
 pub use scheduler::{Scheduler, ShutdownReport};
