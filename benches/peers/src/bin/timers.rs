@@ -155,7 +155,11 @@ impl Process for Timed {
         Ok(())
     }
 
-    fn step(&mut self, events: &mut Vec<Event<Self>>, out: &mut StepOutput<'_, Self>) -> Result<(), ()> {
+    fn step(
+        &mut self,
+        events: &mut Vec<Event<Self>>,
+        out: &mut StepOutput<'_, Self>,
+    ) -> Result<(), ()> {
         let now = Instant::now();
         let first = events.is_empty();
         match self.method {
@@ -205,7 +209,10 @@ impl Process for Timed {
                 }
             }
             "idle" => {
-                if events.drain(..).any(|e| matches!(e, Event::Message(Msg::Arm))) {
+                if events
+                    .drain(..)
+                    .any(|e| matches!(e, Event::Message(Msg::Arm)))
+                {
                     for tag in 0..self.left {
                         out.wake_after(tag, Duration::from_secs(60) + Duration::from_micros(tag));
                     }
@@ -241,7 +248,6 @@ fn timer_churn(processes: usize, tokio: bool) {
     for _ in 0..processes {
         scheduler
             .submit(Timed::new("churn", SLEEPS, &done), "churn", 0)
-            .ok()
             .expect("submit");
     }
     wait_until("timer_churn", || done.load(Ordering::Relaxed) == processes);
@@ -293,7 +299,6 @@ fn deadline_not_hit(ops: u64, tokio: bool) {
     let t0 = Instant::now();
     scheduler
         .submit(Timed::new("deadline", ops, &done), "deadline", 0)
-        .ok()
         .expect("submit");
     wait_until("deadline_not_hit", || done.load(Ordering::Relaxed) == 1);
     let wall = t0.elapsed();
@@ -348,7 +353,6 @@ fn lateness(sleepers: usize, sleeps: u64, tokio: bool) {
         process.samples = Arc::clone(&samples);
         scheduler
             .submit(process, "lateness", 0x9E37_79B9 * (i as u64 + 1))
-            .ok()
             .expect("submit");
     }
     wait_until("lateness", || done.load(Ordering::Relaxed) == sleepers);
@@ -416,9 +420,7 @@ fn idle_child(spec: &str) {
             let done = Arc::new(AtomicUsize::new(0));
             let pids: Vec<_> = (0..processes)
                 .map(|_| {
-                    (scheduler.submit(Timed::new("idle", per, &done), "idle", 0))
-                        .ok()
-                        .expect("submit")
+                    (scheduler.submit(Timed::new("idle", per, &done), "idle", 0)).expect("submit")
                 })
                 .collect();
             wait_until("idle processes", || {
@@ -429,7 +431,9 @@ fn idle_child(spec: &str) {
             for pid in &pids {
                 let _ = scheduler.send(*pid, Msg::Arm);
             }
-            wait_until("armed", || done.load(Ordering::Relaxed) == processes as usize);
+            wait_until("armed", || {
+                done.load(Ordering::Relaxed) == processes as usize
+            });
             std::thread::sleep(Duration::from_millis(100));
             let rss1 = rss_bytes();
             let cpu0 = process_cpu_ns();
@@ -476,7 +480,9 @@ fn idle_child(spec: &str) {
             for go in gates {
                 let _ = go.send(());
             }
-            wait_until("armed", || armed.load(Ordering::Relaxed) == processes as usize);
+            wait_until("armed", || {
+                armed.load(Ordering::Relaxed) == processes as usize
+            });
             std::thread::sleep(Duration::from_millis(100));
             let rss1 = rss_bytes();
             let cpu0 = process_cpu_ns();
