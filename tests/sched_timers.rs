@@ -579,3 +579,41 @@ fn the_dump_shows_pending_timers() {
     handle.join().unwrap();
     assert_eq!(scheduler.stats().timers.cancelled, 2);
 }
+
+#[test]
+fn a_worker_in_a_long_step_does_not_hold_its_timers_hostage() {
+    // The sleeper sets its timer in its worker's wheel, then spawns a child
+    // that runs a 1 s step: on that worker (LIFO), or stolen. Either way
+    // another worker fires the timer while the long step runs.
+    let scheduler = scheduler(2);
+    let long_end = Arc::new(Mutex::new(None::<Instant>));
+    let end = Arc::clone(&long_end);
+    let mut started = false;
+    let (sleeper, log) = script(move |seen, out| {
+        if !started {
+            started = true;
+            out.wake_after(1, ms(5));
+            let end = Arc::clone(&end);
+            let (long, _) = script(move |_, out| {
+                thread::sleep(Duration::from_secs(1));
+                *end.lock().unwrap() = Some(Instant::now());
+                out.done(());
+            });
+            out.spawn(long, "long", ()).ok().expect("spawn");
+        } else if seen.contains(&Seen::Timer(1)) {
+            out.done(());
+        }
+    });
+    scheduler
+        .submit_joinable(sleeper, "sleep", ())
+        .unwrap()
+        .join()
+        .unwrap();
+    let (_, fired_at) = log.lock().unwrap()[0].clone();
+    wait_until("the long step ends", || long_end.lock().unwrap().is_some());
+    let long_end = long_end.lock().unwrap().unwrap();
+    assert!(
+        fired_at < long_end,
+        "the timer waited for the long step to end"
+    );
+}

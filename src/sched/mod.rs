@@ -20,6 +20,10 @@
 //!   Chrome trace-event JSON.
 //! - [`ProcessInfo`]: one entry of the process dump,
 //!   [`Scheduler::processes`].
+//! - Timers (`timer/`): a timing wheel per worker, behind
+//!   [`StepOutput::wake_after`](crate::process::StepOutput::wake_after),
+//!   [`yield_command_timeout`](crate::process::StepOutput::yield_command_timeout)
+//!   and [`Scheduler::send_after`]; [`TimerStats`] counts them.
 //! - [`LongStep`]: what the long-step monitor reports (see
 //!   [`Builder::long_step_monitor`]); steps cannot be preempted, so long
 //!   ones poll [`StepOutput::should_yield`](crate::process::StepOutput::should_yield).
