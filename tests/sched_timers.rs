@@ -599,7 +599,7 @@ fn a_worker_in_a_long_step_does_not_hold_its_timers_hostage() {
                 *end.lock().unwrap() = Some(Instant::now());
                 out.done(());
             });
-            out.spawn(long, "long", ()).ok().expect("spawn");
+            out.spawn(long, "long", ()).expect("spawn");
         } else if seen.contains(&Seen::Timer(1)) {
             out.done(());
         }
