@@ -31,8 +31,13 @@
 //! 6. as a *spinner*, other workers: `steal_half_into` from each deque and a
 //!    batch from each inject queue, starting at a random victim.
 //!
+//! Before each search it fires its own timing wheel if something there is
+//! due (one load when nothing is pending), and as a spinner, before
+//! stealing, every wheel that is due (`worker/timers.rs`, `timer/`).
+//!
 //! With nothing found it spins (rounds below `spin_tight`: a CPU pause),
-//! yields its thread (below `park_after`), then parks (see `idle.rs`).
+//! yields its thread (below `park_after`), then parks (see `idle.rs`)
+//! until woken or until the earliest timer of any wheel.
 
 use super::monitor::StepClock;
 use super::shared::{phase, Shared};
