@@ -46,7 +46,7 @@ fn worker_parks(idle: &Idle, wheel: &TimerWheel<()>, spinning: bool) {
 /// lowered the wheel's next expiration, notify (the wake rule).
 fn insert_timer(idle: &Idle, wheel: &TimerWheel<()>) {
     let (_, lowered) = wheel
-        .insert(5, 1, 7, TimerKind::Timer, None)
+        .insert(0, 5, 1, 7, TimerKind::Timer, None)
         .expect("the wheel is open");
     assert!(lowered, "the first timer lowers `next`");
     idle.notify_one();
@@ -97,7 +97,7 @@ fn timer_inserted_while_a_spinner_goes_to_sleep() {
 fn cancel_racing_fire_takes_the_timer_exactly_once() {
     loom::model(|| {
         let wheel = Arc::new(TimerWheel::<()>::new());
-        let (key, _) = wheel.insert(5, 1, 7, TimerKind::Timer, None).unwrap();
+        let (key, _) = wheel.insert(0, 5, 1, 7, TimerKind::Timer, None).unwrap();
         let firer = {
             let wheel = wheel.clone();
             thread::spawn(move || {
@@ -160,7 +160,7 @@ fn process_ending_with_a_timer_pending_gets_no_event() {
         assert_eq!(slot.state.start(), Start::Step { last: false });
         let wheel = Arc::new(TimerWheel::<()>::new());
         let pid = u64::from(generation);
-        let (key, _) = wheel.insert(5, pid, 7, TimerKind::Timer, None).unwrap();
+        let (key, _) = wheel.insert(0, 5, pid, 7, TimerKind::Timer, None).unwrap();
         let firer = {
             let (slot, wheel) = (slot.clone(), wheel.clone());
             thread::spawn(move || {

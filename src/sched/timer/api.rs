@@ -103,9 +103,17 @@ impl<P: Process> Scheduler<P> {
         // The wheel of the worker that last ran it (a hint): that worker is
         // likely to be the one to run it when the message comes.
         let worker = slot.figures.last_worker_hint() % shared.remotes.len();
-        let deadline = shared.timers.clock.after(delay);
+        let clock = &shared.timers.clock;
+        let (now, deadline) = (clock.now(), clock.after(delay));
         let wheel = &shared.timers.wheels[worker];
-        match wheel.insert(deadline, to.into_raw(), 0, TimerKind::Send, Some(message)) {
+        match wheel.insert(
+            now,
+            deadline,
+            to.into_raw(),
+            0,
+            TimerKind::Send,
+            Some(message),
+        ) {
             Ok((_, lowered)) => {
                 if lowered {
                     // The wake rule (`timer/mod.rs`): no sleeper may keep

@@ -14,7 +14,9 @@
 //! another worker, or to insert a `send_after`.
 //!
 //! **Firing.** Each wheel publishes its next expiration in `next` (a tick;
-//! `u64::MAX`: empty), written under the lock. A worker reads its own
+//! `u64::MAX`: empty), written under the lock; a cancel leaves it as it
+//! was (early, never late), so that cancelling and re-arming a timer does
+//! not count as lowering it and wake a sleeper each time. A worker reads its own
 //! `next` before each search for work: one load, and only when it is not
 //! `MAX` does it read the clock (so an unused timer system costs one
 //! predictable branch per step, and no `Instant::now`). A spinner also
@@ -103,8 +105,9 @@ impl<M> Inner<M> {
 
 /// One worker's wheel and its published next expiration.
 pub struct TimerWheel<M> {
-    /// The tick of the wheel's next expiration, or [`NEVER`]. Written under
-    /// the lock after each change (Relaxed); read without it by the owner
+    /// The tick of the wheel's next expiration, or [`NEVER`]; never later
+    /// than the true one (a cancel leaves it early: see `cancel`). Written
+    /// under the lock after each insert, fire and close (Relaxed); read without it by the owner
     /// (is anything due?), by spinners (is a busy owner's timer due?) and by
     /// workers computing their park deadline, after their `prepare_park`
     /// fence: the inserter's `notify_one` fence pairs with that one (module
@@ -157,7 +160,8 @@ impl<M> TimerWheel<M> {
         }
     }
 
-    /// Publishes the locked wheel's next expiration.
+    /// Publishes the locked wheel's next expiration (exact: after an
+    /// insert, an advance, a close).
     fn publish(&self, inner: &Inner<M>) {
         let next = inner.wheel.next_expiration().unwrap_or(NEVER);
         // Relaxed: see the field. Under the lock, so stores are in the
@@ -165,12 +169,14 @@ impl<M> TimerWheel<M> {
         self.next.store(next, Ordering::Relaxed);
     }
 
-    /// Inserts a timer due at tick `deadline` for the raw PID `pid`.
-    /// Returns its key, and whether it lowered the wheel's next expiration
-    /// (then the caller must `notify_one`: the wake rule), or `None` if
-    /// shutdown closed the wheel (the message comes back).
+    /// Inserts a timer due at tick `deadline` for the raw PID `pid`, the
+    /// time being tick `now`. Returns its key, and whether it lowered the
+    /// wheel's next expiration (then the caller must `notify_one`: the
+    /// wake rule), or the message back if shutdown closed the wheel.
+    #[allow(clippy::too_many_arguments)]
     pub fn insert(
         &self,
+        now: u64,
         deadline: u64,
         pid: u64,
         tag: u64,
@@ -195,6 +201,7 @@ impl<M> TimerWheel<M> {
             None => tag,
         };
         let before = self.next();
+        inner.wheel.catch_up(now);
         let key = inner.wheel.insert(deadline, pid, tag, kind);
         self.publish(&inner);
         Ok((key, self.next() < before))
@@ -202,6 +209,13 @@ impl<M> TimerWheel<M> {
 
     /// Cancels the timer `key`, if it is still pending; a `Send` entry's
     /// message comes back with it.
+    ///
+    /// `next` is left as it was, even if the wheel is now empty: a stale
+    /// `next` is only early (a worker that wakes or polls then finds
+    /// nothing due, advances the wheel and publishes the true value), while
+    /// raising it would make the next insert "lower" it again and notify a
+    /// sleeper: a timeout beaten by its completion, a million times in a
+    /// row, would wake a parked worker each time.
     pub fn cancel(&self, key: Key) -> Option<(Fired, Option<M>)> {
         let mut inner = self.lock();
         let fired = inner.wheel.cancel(key)?;
@@ -209,7 +223,6 @@ impl<M> TimerWheel<M> {
             TimerKind::Send => inner.take_message(&fired),
             _ => None,
         };
-        self.publish(&inner);
         Some((fired, message))
     }
 

@@ -210,6 +210,18 @@ impl Wheel {
             + (self.heads.len() + self.tails.len()) * 4
     }
 
+    /// Moves an empty wheel's time to `now`. Without it, a wheel whose
+    /// timers are all cancelled before they fire (a timeout beaten by its
+    /// completion, again and again) would never advance, and each new
+    /// entry would be placed relative to an ever older `elapsed`: at a
+    /// coarser level, whose slot may start before `now`, so that it looks
+    /// due and costs a cascade (and wakes a parked worker for nothing).
+    pub fn catch_up(&mut self, now: u64) {
+        if self.len == 0 {
+            self.elapsed = self.elapsed.max(now);
+        }
+    }
+
     /// Adds an entry due at tick `deadline` (which may have passed: it then
     /// fires at the next [`Wheel::advance`]). O(1).
     pub fn insert(&mut self, deadline: u64, pid: u64, tag: u64, kind: TimerKind) -> Key {

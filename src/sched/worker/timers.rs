@@ -24,6 +24,7 @@ impl<P: Process> Local<P> {
         let shared = &*self.shared;
         let clock = &shared.timers.clock;
         let now = Instant::now();
+        let now_tick = clock.now();
         let mut lowered = false;
         for op in ops.drain(..) {
             let (tag, deadline, timeout) = match op {
@@ -60,7 +61,9 @@ impl<P: Process> Local<P> {
             let wheel = &shared.timers.wheels[self.index];
             // Refused only once shutdown has closed the wheels: the timer
             // would never fire, and its process is being closed.
-            if let Ok((key, low)) = wheel.insert(deadline, pid.into_raw(), tag, kind, None) {
+            if let Ok((key, low)) =
+                wheel.insert(now_tick, deadline, pid.into_raw(), tag, kind, None)
+            {
                 lowered |= low;
                 if body.timers.capacity() == 0 {
                     // Most processes hold one timer: no room for four.

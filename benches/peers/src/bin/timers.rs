@@ -306,9 +306,14 @@ fn deadline_not_hit(ops: u64, tokio: bool) {
     drop(scheduler);
     let per = wall.as_nanos() as f64 / ops as f64;
     println!(
-        "deadline_not_hit  stepsched  {per:>6.0} ns/op  (timers cancelled {}, fired {})",
-        stats.timers.cancelled, stats.timers.fired
+        "deadline_not_hit  stepsched  {per:>6.0} ns/op  (timers cancelled {}, fired {}; worker wakeups {})",
+        stats.timers.cancelled,
+        stats.timers.fired,
+        stats.total().wakeups
     );
+    if std::env::var("VERBOSE").is_ok() {
+        println!("{stats}");
+    }
     if !tokio {
         return;
     }
