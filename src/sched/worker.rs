@@ -172,10 +172,15 @@ impl<P: Process> Local<P> {
         let config = &shared.config;
         // Looked up once: the step loop publishes into it on every step.
         let watch = &shared.remotes[self.index].watch;
+        // Looked up once too: its `next` is read before every search.
+        let own_wheel = &shared.timers.wheels[self.index];
         let mut idle_rounds = 0;
         loop {
-            // One load unless timers are pending in this worker's wheel.
-            self.poll_own_timers();
+            // One load and a branch unless this worker's wheel holds timers.
+            let next = own_wheel.next();
+            if next != NEVER {
+                self.poll_own_timers(next);
+            }
             if let Some(task) = self.find_local() {
                 self.found_work();
                 idle_rounds = 0;

@@ -160,19 +160,11 @@ impl<P: Process> Local<P> {
         body.timers = Vec::new();
     }
 
-    /// Fires this worker's own wheel if something in it is due. Without
-    /// pending timers this is one load and a branch: the clock is read only
-    /// when the wheel holds something.
-    #[inline]
-    pub(super) fn poll_own_timers(&mut self) {
-        let next = self.shared.timers.wheels[self.index].next();
-        if next != NEVER {
-            self.poll_own_timers_slow(next);
-        }
-    }
-
+    /// Fires this worker's own wheel if its next expiration `next` (not
+    /// `NEVER`: the caller's one load and branch, `worker.rs`, keep an
+    /// unused timer system to that) has passed. Reads the clock.
     #[inline(never)]
-    fn poll_own_timers_slow(&mut self, next: u64) {
+    pub(super) fn poll_own_timers(&mut self, next: u64) {
         let now = self.shared.timers.clock.now();
         if next <= now {
             self.fire_wheel(self.index, now, true);
