@@ -299,7 +299,13 @@ mod clock {
         /// passed).
         #[inline]
         pub(crate) fn now(&self) -> u64 {
-            self.nanos(Instant::now()) >> TICK_SHIFT
+            self.tick(Instant::now())
+        }
+
+        /// The tick of `at`, rounded down (as [`TimerClock::now`]).
+        #[inline]
+        pub(crate) fn tick(&self, at: Instant) -> u64 {
+            self.nanos(at) >> TICK_SHIFT
         }
 
         fn nanos(&self, at: Instant) -> u64 {

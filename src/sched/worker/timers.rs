@@ -24,7 +24,7 @@ impl<P: Process> Local<P> {
         let shared = &*self.shared;
         let clock = &shared.timers.clock;
         let now = Instant::now();
-        let now_tick = clock.now();
+        let now_tick = clock.tick(now); // one clock read for the step
         let mut lowered = false;
         for op in ops.drain(..) {
             let (tag, deadline, timeout) = match op {

@@ -286,10 +286,14 @@ fn timer_churn(processes: usize, tokio: bool) {
         t_wall.as_nanos() as f64 / timers,
         t_cpu as f64 / timers
     );
+    // CPU comes in 10 ms clock ticks: a smoke run may read zero.
+    let cpu_ratio = match cpu {
+        0 => "n/a (under one clock tick)".to_owned(),
+        cpu => format!("{:.2}x", t_cpu as f64 / cpu as f64),
+    };
     println!(
-        "timer_churn  tokio/stepsched: wall {:.2}x  cpu {:.2}x",
+        "timer_churn  tokio/stepsched: wall {:.2}x  cpu {cpu_ratio}",
         t_wall.as_secs_f64() / wall.as_secs_f64(),
-        t_cpu as f64 / cpu.max(1) as f64
     );
 }
 
@@ -319,7 +323,9 @@ fn deadline_not_hit(ops: u64, tokio: bool) {
     }
     let rt = tokio_rt();
     let t0 = Instant::now();
-    rt.block_on(async {
+    // Both tasks on the runtime's workers (not the thread in `block_on`), as
+    // the stepsched process and its handler are.
+    let driver = rt.spawn(async move {
         let (to_helper, mut requests) =
             tokio::sync::mpsc::unbounded_channel::<tokio::sync::oneshot::Sender<()>>();
         let helper = tokio::spawn(async move {
@@ -338,6 +344,7 @@ fn deadline_not_hit(ops: u64, tokio: bool) {
         drop(to_helper);
         helper.await.unwrap();
     });
+    rt.block_on(driver).unwrap();
     let t_per = t0.elapsed().as_nanos() as f64 / ops as f64;
     println!("deadline_not_hit  tokio      {t_per:>6.0} ns/op");
     println!("deadline_not_hit  tokio/stepsched: {:.2}x", t_per / per);
