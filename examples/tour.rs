@@ -15,7 +15,11 @@
 //!   (a plain `std` thread) that completes it 0.1–0.9 ms later from there; a
 //!   few reads fail, as devices do. Now and then a session spawns a **job**
 //!   (a child process, `StepOutput::spawn`) that computes for a few steps
-//!   (`Status::Continue`) and messages its result back.
+//!   (`Status::Continue`) and messages its result back. One request in 20
+//!   the session first "thinks" for 1 ms: it sleeps on a timer
+//!   (`StepOutput::wake_after`), no thread held. Cache lookups are yielded
+//!   with a 1 s timeout (`yield_command_timeout`), which the inline
+//!   completion always beats: each timeout is set, then cancelled.
 //! - **routers** count what they route and report it in batches to a
 //!   **counter**, which adds everything up when the routers stop.
 //!
@@ -57,6 +61,11 @@ fn uses_io(session: u32, request: u32) -> bool {
 
 fn io_fails(session: u32, request: u32) -> bool {
     uses_io(session, request) && (session * 7 + request) % 101 == 0
+}
+
+/// Whether the session sleeps 1 ms before sending request `request`.
+fn thinks(session: u32, request: u32) -> bool {
+    request > 0 && (session + request) % 20 == 7
 }
 
 fn spawns_job(session: u32, request: u32) -> bool {
@@ -135,6 +144,8 @@ struct Tally {
     routed: u64,
     counted: u64,
     messages: u64,
+    /// 1 ms sleeps before a request (timers fired).
+    sleeps: u64,
 }
 
 impl Tally {
@@ -150,6 +161,7 @@ impl Tally {
         self.routed += o.routed;
         self.counted += o.counted;
         self.messages += o.messages;
+        self.sleeps += o.sleeps;
     }
 }
 
@@ -203,6 +215,8 @@ enum Waiting {
     Command { io_since: Option<Instant> },
     /// The job it spawned.
     Job,
+    /// Its think-time timer, before the next request.
+    Think,
 }
 
 struct Session {
@@ -257,6 +271,9 @@ impl Session {
                     }
                     self.after_command(out)?;
                 }
+                (Event::Timer { tag }, Waiting::Think) if tag == u64::from(self.request) => {
+                    self.send_request(out);
+                }
                 (Event::Message(Msg::JobDone { result }), Waiting::Job) => {
                     self.checksum ^= result;
                     self.next_request(out);
@@ -301,7 +318,13 @@ impl Session {
             self.tally.cache += 1;
             (Cmd::Cache { key }, None)
         };
-        out.yield_command(u64::from(self.request), command);
+        let tag = u64::from(self.request);
+        match command {
+            // Inline: the completion is queued before the timeout is set,
+            // so it always wins and the timeout is cancelled.
+            Cmd::Cache { .. } => out.yield_command_timeout(tag, command, Duration::from_secs(1)),
+            _ => out.yield_command(tag, command),
+        }
         self.waiting = Waiting::Command { io_since };
     }
 
@@ -330,6 +353,10 @@ impl Session {
             self.tally.sessions = 1;
             self.tally.processes = 1;
             out.done(self.tally);
+        } else if thinks(self.id, self.request) {
+            self.tally.sleeps += 1;
+            out.wake_after(u64::from(self.request), Duration::from_millis(1));
+            self.waiting = Waiting::Think;
         } else {
             self.send_request(out);
         }
@@ -853,6 +880,11 @@ fn main() {
         tally.cache, tally.io, tally.io_errors
     );
     println!("  {steps} steps, {} in jobs", tally.job_steps);
+    println!(
+        "  {} sleeps of 1 ms on a timer; timers fired {}, cancelled {} (the cache lookups' \
+         1 s timeouts), late {}",
+        tally.sleeps, stats.timers.fired, stats.timers.cancelled, stats.timers.late
+    );
     println!();
     println!(
         "throughput over {:.2} s end to end (first submit to the counter's result)",
@@ -915,6 +947,7 @@ fn main() {
             if spawns_job(s, r) {
                 expected.jobs += 1;
             }
+            expected.sleeps += u64::from(thinks(s, r));
         }
     }
     expected.routed = expected.requests;

@@ -97,6 +97,10 @@
 //!   preemption
 //!   ([`StepOutput::should_yield`](process::StepOutput::should_yield)) and a
 //!   process dump ([`Scheduler::processes`](sched::Scheduler::processes));
+//!   timers, a timing wheel per worker
+//!   ([`StepOutput::wake_after`](process::StepOutput::wake_after),
+//!   [`yield_command_timeout`](process::StepOutput::yield_command_timeout),
+//!   [`Scheduler::send_after`](sched::Scheduler::send_after));
 //!   an execution tracer that writes Chrome trace-event JSON
 //!   ([`Trace`](sched::Trace)).
 //! - [`deque`]: the Chase-Lev work-stealing deque each worker owns, whose

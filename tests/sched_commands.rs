@@ -63,6 +63,7 @@ enum Got {
     Panicked(String),
     Dropped,
     Cancelled,
+    TimedOut,
 }
 
 impl From<Result<u64, CommandError>> for Got {
@@ -74,6 +75,7 @@ impl From<Result<u64, CommandError>> for Got {
             Err(CommandError::Panicked(msg)) => Got::Panicked(msg),
             Err(CommandError::Dropped) => Got::Dropped,
             Err(CommandError::Cancelled) => Got::Cancelled,
+            Err(CommandError::TimedOut) => Got::TimedOut,
         }
     }
 }

@@ -262,6 +262,7 @@ fn shutdown_closes_processes_blocked_forever_once_the_timeout_passed_and_counts_
             timed_out: true,
             blocking_cancelled: 0,
             blocking_abandoned: 0,
+            timers_cancelled: 0,
         }
     );
     assert!(took >= ms(200), "the timeout is a grace period: {took:?}");
@@ -304,6 +305,7 @@ fn shutdown_lets_processes_that_finish_on_cancel_complete_without_force() {
             timed_out: false,
             blocking_cancelled: 0,
             blocking_abandoned: 0,
+            timers_cancelled: 0,
         }
     );
     for handle in handles {
@@ -359,6 +361,7 @@ fn shutdown_closes_processes_that_keep_continuing() {
             timed_out: true,
             blocking_cancelled: 0,
             blocking_abandoned: 0,
+            timers_cancelled: 0,
         }
     );
     assert_all_shut_down(handles);

@@ -52,6 +52,15 @@ pub enum Event<P: Process> {
         /// How it ended.
         reason: super::ExitReason,
     },
+    /// A timer the process set with
+    /// [`StepOutput::wake_after`](super::StepOutput::wake_after) or
+    /// [`wake_at`](super::StepOutput::wake_at) has reached its deadline.
+    /// It comes at or after the deadline, never before, and at most once
+    /// per timer set; not at all if it was cancelled first.
+    Timer {
+        /// The tag the process gave the timer.
+        tag: u64,
+    },
 }
 
 impl<P: Process> fmt::Debug for Event<P> {
@@ -73,6 +82,7 @@ impl<P: Process> fmt::Debug for Event<P> {
                 .field("pid", pid)
                 .field("reason", reason)
                 .finish(),
+            Event::Timer { tag } => f.debug_struct("Timer").field("tag", tag).finish(),
         }
     }
 }
@@ -103,6 +113,12 @@ pub enum CommandError {
     /// [blocking handler](crate::sched::Builder::blocking_handler) when the
     /// scheduler began to shut down, or was yielded after: it never ran.
     Cancelled,
+    /// The command's timeout
+    /// ([`StepOutput::yield_command_timeout`](super::StepOutput::yield_command_timeout))
+    /// passed before its handler completed it. A completion the handler
+    /// makes later is refused as stale (counted in `Stats::unknown_tags`
+    /// and reported to `on_undelivered`).
+    TimedOut,
 }
 
 impl fmt::Display for CommandError {
@@ -117,6 +133,7 @@ impl fmt::Display for CommandError {
             CommandError::Cancelled => {
                 f.write_str("command cancelled: the scheduler shut down before its handler ran")
             }
+            CommandError::TimedOut => f.write_str("command timed out"),
         }
     }
 }

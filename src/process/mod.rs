@@ -55,6 +55,7 @@ pub mod kinds;
 mod output;
 mod pid;
 pub mod state;
+pub(crate) mod timer;
 
 pub use event::{Cancel, CommandError, Event};
 pub use exit::{ExitReason, Summary};

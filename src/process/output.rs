@@ -95,6 +95,8 @@ pub(crate) struct Effects<P: Process> {
     /// Monitor and link requests, in the order the step made them
     /// (applied by `src/sched/worker/signals.rs`). Unallocated until used.
     pub(crate) links: Vec<LinkOp>,
+    /// Timers set and cancelled, in call order (`timer.rs`).
+    pub(crate) timers: Vec<super::timer::TimerOp>,
 }
 
 /// A monitor or link request of a step ([`StepOutput::monitor`] and the
@@ -115,6 +117,7 @@ impl<P: Process> Effects<P> {
             sends: Vec::new(),
             spawned: Vec::new(),
             links: Vec::new(),
+            timers: Vec::new(),
         }
     }
 }

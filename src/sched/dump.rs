@@ -82,6 +82,12 @@ pub struct ProcessInfo {
     pub monitored_by: u32,
     /// See [`monitors`](Self::monitors).
     pub links: u32,
+    /// Timers it has pending: set with
+    /// [`wake_after`](crate::process::StepOutput::wake_after) or
+    /// [`wake_at`](crate::process::StepOutput::wake_at), and command
+    /// timeouts, not yet fired nor cancelled (`send_after` messages to it
+    /// are not counted). As of its last step.
+    pub timers: u32,
 }
 
 impl<P: Process> Scheduler<P> {
@@ -125,6 +131,13 @@ impl<P: Process> Scheduler<P> {
         let mut dump = Vec::with_capacity(shared.table.live());
         for slot in shared.table.slots() {
             let counts = shared.config.count_queued.then_some(&slot.counts);
+            // Read between two state words of one generation (the first
+            // here, the second in `Entry::read`), so it is this
+            // incarnation's: Acquire pairs with the holder's Release store
+            // (`worker/timers.rs`), which follows its `activate`; the count
+            // is zeroed before the slot is freed.
+            let before = slot.state.load().generation();
+            let timers = slot.timers.load(crate::sync::Ordering::Acquire);
             // The incarnation rule is in `Entry::read` (`figures.rs`).
             // Relaxed: a figure (see `Slot::link_counts`), read before the
             // entry; it may lag the process.
@@ -133,6 +146,9 @@ impl<P: Process> Scheduler<P> {
                 continue;
             };
             let (monitors, monitored_by, links) = unpack_counts(link_counts);
+            if entry.state.generation() != before {
+                continue;
+            }
             dump.push(ProcessInfo {
                 pid: Pid::new(slot.index(), entry.state.generation()),
                 state: entry.state.lifecycle(),
@@ -143,6 +159,7 @@ impl<P: Process> Scheduler<P> {
                 monitors,
                 monitored_by,
                 links,
+                timers,
             });
         }
         dump

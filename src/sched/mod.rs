@@ -20,6 +20,10 @@
 //!   Chrome trace-event JSON.
 //! - [`ProcessInfo`]: one entry of the process dump,
 //!   [`Scheduler::processes`].
+//! - Timers (`timer/`): a timing wheel per worker, behind
+//!   [`StepOutput::wake_after`](crate::process::StepOutput::wake_after),
+//!   [`yield_command_timeout`](crate::process::StepOutput::yield_command_timeout)
+//!   and [`Scheduler::send_after`]; [`TimerStats`] counts them.
 //! - [`LongStep`]: what the long-step monitor reports (see
 //!   [`Builder::long_step_monitor`]); steps cannot be preempted, so long
 //!   ones poll [`StepOutput::should_yield`](crate::process::StepOutput::should_yield).
@@ -76,6 +80,8 @@ pub mod phase;
 #[doc(hidden)]
 pub mod slab;
 #[doc(hidden)]
+pub mod timer;
+#[doc(hidden)]
 pub mod watch;
 
 pub use global::{GlobalQueue, Take, BATCH};
@@ -100,6 +106,6 @@ pub use outside::{CallError, Receiver, Recv};
 #[cfg(not(loom))]
 pub use scheduler::{Scheduler, ShutdownReport};
 #[cfg(not(loom))]
-pub use stats::{BlockingStats, Stats, WorkerStats};
+pub use stats::{BlockingStats, Stats, TimerStats, WorkerStats};
 #[cfg(not(loom))]
 pub use trace::Trace;

@@ -102,6 +102,11 @@ pub struct ShutdownReport {
     /// they make then is refused). Zero unless a blocking handler outlives
     /// the timeout.
     pub blocking_abandoned: usize,
+    /// Timers cancelled by the shutdown: pending timers of processes it
+    /// closed, and timers still pending when the workers stopped (a
+    /// [`send_after`](Scheduler::send_after) message among them goes to
+    /// `on_undelivered`).
+    pub timers_cancelled: usize,
 }
 
 impl<P: Process> Scheduler<P> {
@@ -148,6 +153,7 @@ impl<P: Process> Scheduler<P> {
             forced: AtomicU64::new(0),
             clock: CoarseClock::new(),
             trace,
+            timers: super::timer::Timers::new(config_workers),
             table: Table::new(config_workers, max_processes),
         });
         let scheduler = Scheduler {
@@ -358,6 +364,7 @@ impl<P: Process> Scheduler<P> {
             spinning,
             sleeping,
             blocking: shared.blocking.stats(),
+            timers: super::stats::TimerStats::sum(shared.remotes.iter().map(|r| &r.counters)),
         }
     }
 
@@ -459,6 +466,11 @@ impl<P: Process> Scheduler<P> {
         // Otherwise a worker is inside a step that never returned: it cannot
         // be joined, and its mailboxes are not ours to drain. Its threads are
         // detached when `threads` drops.
+        // Timers: those of processes closed during the shutdown, and those
+        // still in a wheel (`send_after` messages go to `on_undelivered`).
+        // Relaxed: the joins above order the workers' increments.
+        let by_close = shared.timers.cancelled_by_shutdown.load(Ordering::Relaxed);
+        report.timers_cancelled = by_close as usize + shared.close_timers();
         *stored = Some(report);
         report
     }

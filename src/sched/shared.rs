@@ -207,6 +207,8 @@ pub(crate) struct Shared<P: Process> {
     pub(crate) clock: CoarseClock,
     /// The execution tracer's shared part, if tracing is on.
     pub(crate) trace: Option<Tracing>,
+    /// The clock and one timing wheel per worker (`timer/`).
+    pub(crate) timers: super::timer::Timers<P::Message>,
     /// Last: dropped after every queue that points into it.
     pub(crate) table: Table<P>,
 }
@@ -517,6 +519,11 @@ impl<P: Process> Shared<P> {
 
     /// Reports an event that reached no process.
     pub(crate) fn undelivered(&self, pid: Pid, event: Event<P>) {
+        if super::timer::is_timer_made(&event) {
+            // A timer's event that lost a race with the end of its process
+            // or its cancel: nobody is waiting for it (`timer/mod.rs`).
+            return;
+        }
         // Relaxed: a statistic; the hook below carries the event itself.
         self.undelivered.fetch_add(1, Ordering::Relaxed);
         // Contained: a panicking hook must not unwind the worker out of
@@ -570,6 +577,9 @@ impl<P: Process> Drop for Shared<P> {
         // SAFETY: `&mut self`: no worker, sender or completer is left, so
         // this thread is every mailbox's only consumer.
         unsafe { self.report_stranded() };
+        // Timers still pending (`shutdown` closes the wheels; this covers a
+        // shutdown that left a stuck worker): their messages are reported.
+        self.close_timers();
     }
 }
 

@@ -19,6 +19,10 @@ pub(crate) struct Counters {
     pub(crate) parks: Counter,
     pub(crate) parks_cancelled: Counter,
     pub(crate) wakeups: Counter,
+    /// Timers this worker fired, fired late, and cancelled ([`TimerStats`]).
+    pub(crate) timers_fired: Counter,
+    pub(crate) timers_late: Counter,
+    pub(crate) timers_cancelled: Counter,
 }
 
 #[derive(Default)]
@@ -145,6 +149,8 @@ pub struct Stats {
     pub sleeping: usize,
     /// The blocking pool.
     pub blocking: BlockingStats,
+    /// Timers, summed over the workers.
+    pub timers: TimerStats,
 }
 
 impl Stats {
@@ -230,6 +236,36 @@ impl fmt::Display for Stats {
             self.hook_panics,
             self.spinning,
             self.sleeping
+        )?;
+        write!(
+            f,
+            "  timers fired {}  late {}  cancelled {}",
+            self.timers.fired, self.timers.late, self.timers.cancelled
         )
+    }
+}
+
+/// Timer counts, as read by [`Scheduler::stats`](super::Scheduler::stats).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TimerStats {
+    /// Timers fired (`wake_after`/`wake_at`, command timeouts and
+    /// `send_after`), whether or not their event was still wanted.
+    pub fired: u64,
+    /// Of those, the ones fired more than 1 ms after their deadline
+    /// (`LATE_NANOS` in `src/sched/timer/mod.rs`).
+    pub late: u64,
+    /// Timers cancelled before they fired: by `cancel_timer`, by the
+    /// completion that beat a command's timeout, by a timer re-armed with
+    /// its tag, or because their process ended.
+    pub cancelled: u64,
+}
+
+impl TimerStats {
+    pub(crate) fn sum<'a>(counters: impl Iterator<Item = &'a Counters>) -> Self {
+        counters.fold(TimerStats::default(), |t, c| TimerStats {
+            fired: t.fired + c.timers_fired.get(),
+            late: t.late + c.timers_late.get(),
+            cancelled: t.cancelled + c.timers_cancelled.get(),
+        })
     }
 }

@@ -70,6 +70,8 @@ pub(crate) struct Body<P: Process> {
     /// Its monitors and links (`links.rs`); `None` (no allocation) until it
     /// uses one or is monitored or linked.
     pub(crate) links: Option<Box<Links>>,
+    /// Pending timers and command timeouts (`worker/timers.rs`).
+    pub(crate) timers: Vec<super::timer::Record>,
 }
 
 /// What [`Table::insert`] puts in a slot.
@@ -113,6 +115,11 @@ pub(crate) struct Slot<P: Process> {
     /// loaded Relaxed by the dump (a figure, not a synchronisation point:
     /// it may lag by a step, and is 0 for a process that never used links).
     pub(crate) link_counts: AtomicU64,
+    /// Pending timers of the process (`Body::timers.len()`), for the
+    /// process dump. Stored (Release) by the holder after each change, and
+    /// zeroed by `close` before the slot is freed; loaded (Acquire) by the
+    /// dump between two reads of the state word (`dump.rs`).
+    pub(crate) timers: AtomicU32,
 }
 
 // SAFETY: `body` is only accessed by the one thread that holds the process
@@ -139,11 +146,13 @@ impl<P: Process> Slot<P> {
                 joiner: None,
                 outside: None,
                 links: None,
+                timers: Vec::new(),
             }),
             figures: Figures::new(),
             next_free: AtomicU32::new(0),
             index,
             link_counts: AtomicU64::new(0),
+            timers: AtomicU32::new(0),
         }
     }
 

@@ -31,12 +31,18 @@
 //! 6. as a *spinner*, other workers: `steal_half_into` from each deque and a
 //!    batch from each inject queue, starting at a random victim.
 //!
+//! Before each search it fires its own timing wheel if something there is
+//! due (one load when nothing is pending), and as a spinner, before
+//! stealing, every wheel that is due (`worker/timers.rs`, `timer/`).
+//!
 //! With nothing found it spins (rounds below `spin_tight`: a CPU pause),
-//! yields its thread (below `park_after`), then parks (see `idle.rs`).
+//! yields its thread (below `park_after`), then parks (see `idle.rs`)
+//! until woken or until the earliest timer of any wheel.
 
 use super::monitor::StepClock;
 use super::shared::{phase, Shared};
 use super::table::{Envelope, FreeCache, Task};
+use super::timer::NEVER;
 use super::trace::{Kind, Ring};
 use super::Take;
 use crate::deque::{Steal, Worker};
@@ -50,6 +56,7 @@ use std::time::Duration;
 
 mod signals;
 mod step;
+mod timers;
 
 /// How many times in a row `runnext` may run before it must queue behind
 /// the local deque: two processes messaging each other forever would
@@ -125,6 +132,10 @@ pub(crate) struct Local<P: Process> {
     /// Whether a long-step monitor runs (a copy of the configuration's
     /// flag, on a line the worker already has).
     monitored: bool,
+    /// Buffers for timers taken out of a wheel, and their messages, until
+    /// they are delivered (`worker/timers.rs`).
+    fired: Vec<super::timer::wheel::Fired>,
+    fired_messages: Vec<P::Message>,
 }
 
 impl<P: Process> Local<P> {
@@ -150,6 +161,8 @@ impl<P: Process> Local<P> {
             clock: StepClock::new(),
             trace,
             monitored,
+            fired: Vec::new(),
+            fired_messages: Vec::new(),
         }
     }
 
@@ -160,8 +173,15 @@ impl<P: Process> Local<P> {
         let config = &shared.config;
         // Looked up once: the step loop publishes into it on every step.
         let watch = &shared.remotes[self.index].watch;
+        // Looked up once too: its `next` is read before every search.
+        let own_wheel = &shared.timers.wheels[self.index];
         let mut idle_rounds = 0;
         loop {
+            // One load and a branch unless this worker's wheel holds timers.
+            let next = own_wheel.next();
+            if next != NEVER {
+                self.poll_own_timers(next);
+            }
             if let Some(task) = self.find_local() {
                 self.found_work();
                 idle_rounds = 0;
@@ -178,6 +198,11 @@ impl<P: Process> Local<P> {
                     continue;
                 }
                 self.spinning = true;
+            }
+            // A spinner fires due timers of every wheel: a worker in a long
+            // step holds no one's timers hostage (`timer/mod.rs`).
+            if self.poll_all_timers() > 0 {
+                continue;
             }
             if let Some(task) = self.steal() {
                 self.found_work();
@@ -443,6 +468,21 @@ impl<P: Process> Local<P> {
         } else {
             // Every queue looked empty: a fresh streak after this park.
             self.cancelled = 0;
+        }
+        // Timers: read after the fence in `prepare_park`, so a timer whose
+        // inserter's `notify_one` fence came first is seen here; one whose
+        // fence came after sees us registered (the wake rule).
+        let next = self.earliest_timer();
+        if next != NEVER {
+            let clock = &shared.timers.clock;
+            if next <= clock.now() {
+                shared.idle.cancel_park(self.index);
+                self.poll_all_timers();
+                shared.hooks.unpark(self.index);
+                return;
+            }
+            let until = clock.until(next);
+            timeout = Some(timeout.map_or(until, |t: Duration| t.min(until)));
         }
         self.counters().parks.add(1);
         self.record(Kind::Park, 0, 0);

@@ -105,6 +105,7 @@ pub const MAP: &[(&str, &[&str])] = &[
             "test:sched_terminate",
         ],
     ),
+    ("src/sched/worker/timers.rs", &["test:sched_timers"]),
     (
         "src/sched/worker/",
         &[
@@ -116,6 +117,10 @@ pub const MAP: &[(&str, &[&str])] = &[
             "test:sched_dump",
         ],
     ),
+    // Timers: the wheel and its `next` word are loom-built (the parking
+    // Dekker pair with inserts, cancel racing fire, end of process, slot
+    // reuse); the worker's side is not.
+    ("src/sched/timer/", &["loom:timers", "test:sched_timers"]),
     // The monitor's seqlock is loom-built (the monitor itself is not).
     ("src/sched/watch.rs", &["loom:watch", "test:sched_monitor"]),
     ("src/sched/monitor.rs", &["test:sched_monitor"]),

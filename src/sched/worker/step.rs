@@ -163,8 +163,12 @@ impl<P: Process> Local<P> {
             let ending = outcome.is_some() || last || matches!(status, Status::Done(_));
             if ending {
                 self.effects.commands.clear();
+                self.effects.timers.clear();
             } else if let Err(message) = self.dispatch(pid, body) {
                 outcome = Some(Err(ProcessError::Panicked(message)));
+                self.effects.timers.clear();
+            } else {
+                self.apply_timers(pid, body, slot);
             }
             (outcome, status, Carry(more))
         };
@@ -333,8 +337,27 @@ impl<P: Process> Local<P> {
                 return Some(Event::Down { pid, reason });
             }
         };
-        if let Event::Completion { tag, .. } = &event {
-            match body.pending.iter().position(|t| t == tag) {
+        if let Event::Timer { tag } = event {
+            // Cancelled, or re-armed, meanwhile: dropped silently.
+            return self.accept_timer(body, tag, false).then_some(event);
+        }
+        if let Event::Completion { tag, result } = &event {
+            let tag = *tag;
+            let timed_out = matches!(result, Err(CommandError::TimedOut));
+            let pending = body.pending.iter().position(|&t| t == tag);
+            if timed_out && Self::has_timeout(body, tag) {
+                // Ours: only if it is this command's timeout, now due.
+                if pending.is_none() || !self.accept_timer(body, tag, true) {
+                    return None;
+                }
+            } else if timed_out && pending.is_none() {
+                // Our timeout, beaten by the completion: dropped silently.
+                return None;
+            } else if pending.is_some() {
+                // A completion beats its timeout, which goes.
+                self.cancel_record(body, tag, true);
+            }
+            match pending {
                 Some(at) => {
                     body.pending.swap_remove(at);
                 }
@@ -478,6 +501,10 @@ impl<P: Process> Local<P> {
             // the borrow ends with this block, before `remove`.
             let body = unsafe { slot.body() };
             body.pending.clear();
+            if !body.timers.is_empty() {
+                self.cancel_all_timers(body);
+                self.publish_timer_count(body, slot);
+            }
             (
                 body.process.take(),
                 body.joiner.take(),

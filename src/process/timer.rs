@@ -1,0 +1,166 @@
+//! Timers on the process side: [`StepOutput::wake_after`],
+//! [`wake_at`](StepOutput::wake_at), [`cancel_timer`](StepOutput::cancel_timer)
+//! and [`yield_command_timeout`](StepOutput::yield_command_timeout).
+//!
+//! A step only records what it asks for; its worker applies it right after
+//! the step (`src/sched/worker/timers.rs`), into its timing wheel
+//! (`src/sched/timer/`).
+
+use super::{Process, StepOutput};
+use std::time::{Duration, Instant};
+
+/// When a timer is due, as a step asked for it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum When {
+    After(Duration),
+    At(Instant),
+}
+
+/// One timer operation of a step, applied in call order after it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum TimerOp {
+    /// Deliver `Event::Timer { tag }` then (replacing a pending timer of
+    /// that tag).
+    Wake { tag: u64, when: When },
+    /// Cancel the pending timer `tag`, if any.
+    Cancel { tag: u64 },
+    /// Time out command `tag` then, if it has not completed.
+    Timeout { tag: u64, after: Duration },
+}
+
+impl<P: Process> StepOutput<'_, P> {
+    /// Asks for an [`Event::Timer { tag }`](super::Event::Timer) in a step
+    /// at or after `after` from now. The process may return any status
+    /// meanwhile; the timer wakes it from `Idle` or `Wait`, as a message
+    /// wakes an idle one. Setting a timer with the tag of one still
+    /// pending replaces it (one event, at the new deadline).
+    ///
+    /// Timers are never early. How late they are: about the wake-up latency
+    /// of a parked thread (tens of µs) on an idle scheduler; the rest of
+    /// the current step on a busy worker; see `src/sched/timer/mod.rs`.
+    /// When the process ends, its pending timers are cancelled (and those
+    /// set by the step it ends in are never armed).
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// use stepsched::process::{Event, NoCommand, Process, StepOutput};
+    /// use stepsched::sched::Scheduler;
+    ///
+    /// /// Sleeps 10 ms, then ends with how long it slept.
+    /// struct Nap(Option<Instant>);
+    ///
+    /// impl Process for Nap {
+    ///     type Input = ();
+    ///     type Message = ();
+    ///     type Command = NoCommand;
+    ///     type Reply = ();
+    ///     type Output = Duration;
+    ///     type Error = ();
+    ///
+    ///     fn init(&mut self, _: &str, _: ()) -> Result<(), ()> {
+    ///         Ok(())
+    ///     }
+    ///
+    ///     fn step(&mut self, events: &mut Vec<Event<Self>>, out: &mut StepOutput<'_, Self>) -> Result<(), ()> {
+    ///         match self.0 {
+    ///             None => {
+    ///                 self.0 = Some(Instant::now());
+    ///                 out.wake_after(1, Duration::from_millis(10)); // and idle
+    ///             }
+    ///             Some(start) => {
+    ///                 if events.drain(..).any(|e| matches!(e, Event::Timer { tag: 1 })) {
+    ///                     out.done(start.elapsed());
+    ///                 }
+    ///             }
+    ///         }
+    ///         Ok(())
+    ///     }
+    /// }
+    ///
+    /// let scheduler = Scheduler::builder().workers(1).build().unwrap();
+    /// let nap = scheduler.submit_joinable(Nap(None), "nap", ()).unwrap();
+    /// assert!(nap.join().unwrap() >= Duration::from_millis(10));
+    /// ```
+    pub fn wake_after(&mut self, tag: u64, after: Duration) {
+        let when = When::After(after);
+        self.effects.timers.push(TimerOp::Wake { tag, when });
+    }
+
+    /// Like [`wake_after`](Self::wake_after), due at the instant `at` (one
+    /// that has passed fires at once, still through an event).
+    pub fn wake_at(&mut self, tag: u64, at: Instant) {
+        let when = When::At(at);
+        self.effects.timers.push(TimerOp::Wake { tag, when });
+    }
+
+    /// Cancels the pending timer `tag` (set by `wake_after` or `wake_at`):
+    /// no `Event::Timer` for it comes after this step, even if it fired
+    /// just before and its event is on the way. Does nothing if no such
+    /// timer is pending.
+    pub fn cancel_timer(&mut self, tag: u64) {
+        self.effects.timers.push(TimerOp::Cancel { tag });
+    }
+
+    /// [`yield_command`](Self::yield_command) with a deadline: if the
+    /// handler has not completed the command `timeout` from now, the
+    /// process gets `Completion { tag, result: Err(CommandError::TimedOut) }`
+    /// and the tag is done: a later completion of it is refused as stale
+    /// (as any completion of a tag the process no longer waits for), so the
+    /// process never sees two. A completion that comes first cancels the
+    /// timeout.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use stepsched::process::{Command, CommandError, Event, Process, StepOutput};
+    /// use stepsched::sched::Scheduler;
+    ///
+    /// /// A command nobody answers in time.
+    /// struct Slow;
+    /// impl Command for Slow {
+    ///     fn kind(&self) -> &'static str { "slow" }
+    /// }
+    ///
+    /// struct Caller;
+    ///
+    /// impl Process for Caller {
+    ///     type Input = ();
+    ///     type Message = ();
+    ///     type Command = Slow;
+    ///     type Reply = ();
+    ///     type Output = bool;
+    ///     type Error = ();
+    ///
+    ///     fn init(&mut self, _: &str, _: ()) -> Result<(), ()> {
+    ///         Ok(())
+    ///     }
+    ///
+    ///     fn step(&mut self, events: &mut Vec<Event<Self>>, out: &mut StepOutput<'_, Self>) -> Result<(), ()> {
+    ///         if events.is_empty() {
+    ///             out.yield_command_timeout(7, Slow, Duration::from_millis(5));
+    ///         }
+    ///         for event in events.drain(..) {
+    ///             if let Event::Completion { tag: 7, result } = event {
+    ///                 out.done(matches!(result, Err(CommandError::TimedOut)));
+    ///             }
+    ///         }
+    ///         Ok(())
+    ///     }
+    /// }
+    ///
+    /// let scheduler = Scheduler::builder()
+    ///     .workers(1)
+    ///     // Keeps the completer and never answers.
+    ///     .handler("slow", |_: Slow, completer| std::mem::forget(completer))
+    ///     .build()
+    ///     .unwrap();
+    /// let caller = scheduler.submit_joinable(Caller, "call", ()).unwrap();
+    /// assert_eq!(caller.join(), Ok(true));
+    /// ```
+    pub fn yield_command_timeout(&mut self, tag: u64, command: P::Command, timeout: Duration) {
+        self.yield_command(tag, command);
+        self.effects.timers.push(TimerOp::Timeout {
+            tag,
+            after: timeout,
+        });
+    }
+}

@@ -1,0 +1,414 @@
+//! Timers: one timing wheel per worker, and how workers fire and sleep
+//! until them.
+//!
+//! A step asks for a timer with `StepOutput::wake_after`/`wake_at` (an
+//! `Event::Timer`), `yield_command_timeout` (a `TimedOut` completion), and
+//! an embedder with `Scheduler::send_after` (a message). After the step,
+//! its worker inserts the timer into **its own** wheel ([`wheel`]: a
+//! hierarchical timing wheel, O(1) insert and cancel, slab entries, 16 µs
+//! ticks) and records `(tag, key, deadline)` in the process's body. The
+//! wheel sits behind its own mutex ([`TimerWheel`]); the owner is almost
+//! always the only one to take it, so the lock is uncontended, and there
+//! is no global lock. Other threads take it only to fire a busy owner's
+//! due timers, to cancel a timer of a process that has since moved to
+//! another worker, or to insert a `send_after`.
+//!
+//! **Firing.** Each wheel publishes its next expiration in `next` (a tick;
+//! `u64::MAX`: empty), written under the lock; a cancel leaves it as it
+//! was (early, never late), so that cancelling and re-arming a timer does
+//! not count as lowering it and wake a sleeper each time. A worker reads its own
+//! `next` before each search for work: one load, and only when it is not
+//! `MAX` does it read the clock (so an unused timer system costs one
+//! predictable branch per step, and no `Instant::now`). A spinner also
+//! looks at every other wheel's `next`, and fires a due one with
+//! `try_lock`, so a worker inside a long step holds no one's timers
+//! hostage while another worker is awake. Firing takes the due entries out
+//! under the lock and delivers them after it (delivery may run the
+//! `on_undelivered` hook, user code, which must not run under a lock):
+//! `Shared::deliver` with `Wake::Completion`, which wakes an Idle or a
+//! Waiting process, and whose generation check keeps a late timer from
+//! reaching a newer process in the same slot.
+//!
+//! **Sleeping.** A worker about to park computes the earliest `next` of
+//! every wheel, after registering as a sleeper and its SeqCst fence, and
+//! parks until then (with a timeout; no timer, no timeout: there is no
+//! periodic tick). Inserting a timer that lowers a wheel's `next` is
+//! *publishing work* under the wake rule (`src/sched/README.md`): the
+//! inserter stores `next`, then `Idle::notify_one` (its SeqCst fence, then
+//! the sleeper count). In the fences' order either the sleeper's comes
+//! first, and the inserter sees it registered and wakes it (it then parks
+//! again with a fresh deadline), or the inserter's does, and the sleeper's
+//! read of `next` sees the new deadline. loom:
+//! `loom-tests/tests/timers.rs`, `timer_inserted_while_worker_goes_to_sleep`.
+//!
+//! **Cancelling.** `cancel_timer`, a real completion beating its timeout,
+//! and the end of a process remove the entry under its wheel's lock (any
+//! worker may take any wheel's lock, so the entry's memory is freed at
+//! once). A timer that fired just before (its event on the way) is no
+//! longer in the wheel; the process's record decides: a `Timer` event is
+//! accepted only while its record is there with a deadline already passed,
+//! so a cancelled timer's late event (or an earlier timer's, with the same
+//! tag re-armed) is dropped silently. What a cancelled timer costs: nothing
+//! once cancelled, or, if it fired first, one event through the mailbox.
+//!
+//! Memory per pending timer: a 36-byte wheel entry plus a 24-byte record
+//! in the process's body, 60 bytes, plus the growth slack of the slab and
+//! of the record vector (both double; a vector of one record is allocated
+//! for exactly one). `benches/peers` `idle_timers` measures it resident.
+//!
+//! **Lateness.** A timer is never early: deadlines are rounded up to the
+//! tick. How late it is: on an idle scheduler, the wake-up latency of a
+//! parked thread (a timed futex wait: Linux adds up to 50 µs of timer
+//! slack) plus at most one 16 µs tick; on a busy worker, the rest of the
+//! step in progress, since its worker checks the clock between steps; if
+//! that step is long and another worker is awake (spinning or parked), the
+//! other fires it, so a long step delays a timer only while every worker is
+//! busy (steps cannot be preempted). Timers that fire more than
+//! [`LATE_NANOS`] after their deadline are counted as late in `stats()`.
+
+pub mod wheel;
+
+use crate::padded::CachePadded;
+use crate::sync::{AtomicU64, Mutex, MutexGuard, Ordering};
+use wheel::{Fired, Key, TimerKind, Wheel};
+
+/// A timer fired this much after its deadline counts as late (1 ms).
+pub const LATE_NANOS: u64 = 1_000_000;
+
+/// `TimerWheel::next` when the wheel is empty.
+pub const NEVER: u64 = u64::MAX;
+
+/// What a wheel holds under its lock: the wheel, the messages of its
+/// `send_after` entries, and whether shutdown has closed it.
+pub struct Inner<M> {
+    wheel: Wheel,
+    /// `send_after` messages, by the index their entry's tag holds.
+    messages: Vec<Option<M>>,
+    free_messages: Vec<u32>,
+    closed: bool,
+}
+
+impl<M> Inner<M> {
+    /// The wheel.
+    pub fn wheel(&self) -> &Wheel {
+        &self.wheel
+    }
+
+    /// Takes the message of a fired or cancelled `Send` entry.
+    pub fn take_message(&mut self, fired: &Fired) -> Option<M> {
+        debug_assert_eq!(fired.kind, TimerKind::Send);
+        let message = self.messages.get_mut(fired.tag as usize)?.take();
+        self.free_messages.push(fired.tag as u32);
+        message
+    }
+}
+
+/// One worker's wheel and its published next expiration.
+pub struct TimerWheel<M> {
+    /// The tick of the wheel's next expiration, or [`NEVER`]; never later
+    /// than the true one (a cancel leaves it early: see `cancel`). Written
+    /// under the lock after each insert, fire and close (Relaxed); read without it by the owner
+    /// (is anything due?), by spinners (is a busy owner's timer due?) and by
+    /// workers computing their park deadline, after their `prepare_park`
+    /// fence: the inserter's `notify_one` fence pairs with that one (module
+    /// docs, the wake rule), and what an entry holds is read under the lock,
+    /// so the word itself publishes nothing and needs no Release.
+    next: CachePadded<AtomicU64>,
+    inner: Mutex<Inner<M>>,
+}
+
+impl<M> Default for TimerWheel<M> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<M> TimerWheel<M> {
+    /// An empty wheel.
+    pub fn new() -> Self {
+        TimerWheel {
+            next: CachePadded(AtomicU64::new(NEVER)),
+            inner: Mutex::new(Inner {
+                wheel: Wheel::new(),
+                messages: Vec::new(),
+                free_messages: Vec::new(),
+                closed: false,
+            }),
+        }
+    }
+
+    /// The tick of the next expiration, or [`NEVER`] (see the field).
+    #[inline]
+    pub fn next(&self) -> u64 {
+        // Relaxed: a hint read outside the lock; the park deadline's read
+        // is ordered by the `prepare_park` fence (see the field).
+        self.next.load(Ordering::Relaxed)
+    }
+
+    /// Locks the wheel (poison is ignored: nothing under the lock runs user
+    /// code, so a poisoned lock only means a panic in a debug assertion).
+    pub fn lock(&self) -> MutexGuard<'_, Inner<M>> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Locks the wheel if no one holds it.
+    pub fn try_lock(&self) -> Option<MutexGuard<'_, Inner<M>>> {
+        match self.inner.try_lock() {
+            Ok(guard) => Some(guard),
+            Err(std::sync::TryLockError::Poisoned(e)) => Some(e.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        }
+    }
+
+    /// Publishes the locked wheel's next expiration (exact: after an
+    /// insert, an advance, a close).
+    fn publish(&self, inner: &Inner<M>) {
+        let next = inner.wheel.next_expiration().unwrap_or(NEVER);
+        // Relaxed: see the field. Under the lock, so stores are in the
+        // order of the changes they describe.
+        self.next.store(next, Ordering::Relaxed);
+    }
+
+    /// Inserts a timer due at tick `deadline` for the raw PID `pid`, the
+    /// time being tick `now`. Returns its key, and whether it lowered the
+    /// wheel's next expiration (then the caller must `notify_one`: the
+    /// wake rule), or the message back if shutdown closed the wheel.
+    #[allow(clippy::too_many_arguments)]
+    pub fn insert(
+        &self,
+        now: u64,
+        deadline: u64,
+        pid: u64,
+        tag: u64,
+        kind: TimerKind,
+        message: Option<M>,
+    ) -> Result<(Key, bool), Option<M>> {
+        let mut inner = self.lock();
+        if inner.closed {
+            return Err(message);
+        }
+        let tag = match message {
+            Some(message) => match inner.free_messages.pop() {
+                Some(at) => {
+                    inner.messages[at as usize] = Some(message);
+                    u64::from(at)
+                }
+                None => {
+                    inner.messages.push(Some(message));
+                    (inner.messages.len() - 1) as u64
+                }
+            },
+            None => tag,
+        };
+        let before = self.next();
+        inner.wheel.catch_up(now);
+        let key = inner.wheel.insert(deadline, pid, tag, kind);
+        self.publish(&inner);
+        Ok((key, self.next() < before))
+    }
+
+    /// Cancels the timer `key`, if it is still pending; a `Send` entry's
+    /// message comes back with it.
+    ///
+    /// `next` is left as it was, even if the wheel is now empty: a stale
+    /// `next` is only early (a worker that wakes or polls then finds
+    /// nothing due, advances the wheel and publishes the true value), while
+    /// raising it would make the next insert "lower" it again and notify a
+    /// sleeper: a timeout beaten by its completion, a million times in a
+    /// row, would wake a parked worker each time.
+    pub fn cancel(&self, key: Key) -> Option<(Fired, Option<M>)> {
+        let mut inner = self.lock();
+        let fired = inner.wheel.cancel(key)?;
+        let message = match fired.kind {
+            TimerKind::Send => inner.take_message(&fired),
+            _ => None,
+        };
+        Some((fired, message))
+    }
+
+    /// Fires what is due at tick `now` into `out` (messages of `Send`
+    /// entries into `messages`, in the same order), if the lock is free or
+    /// `wait` is set. Returns whether it looked.
+    pub fn fire(&self, now: u64, wait: bool, out: &mut Vec<Fired>, messages: &mut Vec<M>) -> bool {
+        let guard = if wait {
+            Some(self.lock())
+        } else {
+            self.try_lock()
+        };
+        let Some(mut inner) = guard else {
+            return false;
+        };
+        let from = out.len();
+        inner.wheel.advance(now, out);
+        for fired in &out[from..] {
+            if fired.kind == TimerKind::Send {
+                if let Some(message) = inner.take_message(fired) {
+                    messages.push(message);
+                }
+            }
+        }
+        self.publish(&inner);
+        true
+    }
+
+    /// Closes the wheel (shutdown): takes out every pending entry, and
+    /// their messages; later inserts are refused.
+    pub fn close(&self, out: &mut Vec<Fired>, messages: &mut Vec<M>) {
+        let mut inner = self.lock();
+        inner.closed = true;
+        let from = out.len();
+        inner.wheel.drain(out);
+        for fired in &out[from..] {
+            if fired.kind == TimerKind::Send {
+                if let Some(message) = inner.take_message(fired) {
+                    messages.push(message);
+                }
+            }
+        }
+        self.publish(&inner);
+    }
+}
+
+/// The earliest next expiration of `wheels` ([`NEVER`] if all are empty).
+pub fn earliest<M>(wheels: &[TimerWheel<M>]) -> u64 {
+    wheels.iter().map(TimerWheel::next).min().unwrap_or(NEVER)
+}
+
+#[cfg(not(loom))]
+pub(crate) use clock::TimerClock;
+
+#[cfg(not(loom))]
+mod clock {
+    use super::wheel::{TICK_NANOS, TICK_SHIFT};
+    use std::time::{Duration, Instant};
+
+    /// Converts between `Instant`s and wheel ticks (since the scheduler
+    /// started).
+    pub(crate) struct TimerClock {
+        origin: Instant,
+    }
+
+    impl TimerClock {
+        pub(crate) fn new() -> Self {
+            TimerClock {
+                origin: Instant::now(),
+            }
+        }
+
+        /// The current tick (rounded down: a deadline tick `<=` it has
+        /// passed).
+        #[inline]
+        pub(crate) fn now(&self) -> u64 {
+            self.tick(Instant::now())
+        }
+
+        /// The tick of `at`, rounded down (as [`TimerClock::now`]).
+        #[inline]
+        pub(crate) fn tick(&self, at: Instant) -> u64 {
+            self.nanos(at) >> TICK_SHIFT
+        }
+
+        fn nanos(&self, at: Instant) -> u64 {
+            let since = at.saturating_duration_since(self.origin);
+            u64::try_from(since.as_nanos()).unwrap_or(u64::MAX)
+        }
+
+        /// The tick of `at`, rounded up (a timer never fires early).
+        pub(crate) fn deadline(&self, at: Instant) -> u64 {
+            self.nanos(at).div_ceil(TICK_NANOS)
+        }
+
+        /// The tick `after` from now, rounded up.
+        pub(crate) fn after(&self, after: Duration) -> u64 {
+            match Instant::now().checked_add(after) {
+                Some(at) => self.deadline(at),
+                None => u64::MAX >> TICK_SHIFT,
+            }
+        }
+
+        /// How long from now until tick `tick` (zero if passed).
+        pub(crate) fn until(&self, tick: u64) -> Duration {
+            let at = Duration::from_nanos(tick.saturating_mul(TICK_NANOS));
+            let since = Instant::now().saturating_duration_since(self.origin);
+            at.saturating_sub(since)
+        }
+
+        /// How many nanoseconds tick `now` is past tick `deadline`.
+        pub(crate) fn late_nanos(deadline: u64, now: u64) -> u64 {
+            now.saturating_sub(deadline).saturating_mul(TICK_NANOS)
+        }
+    }
+}
+
+/// The scheduler's timers: the clock and one wheel per worker.
+#[cfg(not(loom))]
+pub(crate) struct Timers<M> {
+    pub(crate) clock: TimerClock,
+    pub(crate) wheels: Box<[TimerWheel<M>]>,
+    /// Timers cancelled because their process was closed during shutdown
+    /// (added to by the closing worker; read by `shutdown`).
+    pub(crate) cancelled_by_shutdown: AtomicU64,
+}
+
+#[cfg(not(loom))]
+impl<M> Timers<M> {
+    pub(crate) fn new(workers: usize) -> Self {
+        Timers {
+            clock: TimerClock::new(),
+            wheels: (0..workers).map(|_| TimerWheel::new()).collect(),
+            cancelled_by_shutdown: AtomicU64::new(0),
+        }
+    }
+}
+
+/// A pending timer as its process's body records it: 24 bytes. Only the
+/// worker holding the process touches it.
+#[cfg(not(loom))]
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Record {
+    pub(crate) tag: u64,
+    /// The wheel entry ([`Key::into_raw`]).
+    key: u64,
+    /// Bits 0..47: deadline tick (saturated); bit 47: a command timeout
+    /// (else a `wake_*` timer); bits 48..64: the wheel's worker.
+    meta: u64,
+}
+
+#[cfg(not(loom))]
+impl Record {
+    const DEADLINE: u64 = (1 << 47) - 1;
+    const TIMEOUT: u64 = 1 << 47;
+
+    pub(crate) fn new(tag: u64, key: Key, deadline: u64, timeout: bool, wheel: usize) -> Self {
+        let wheel = u16::try_from(wheel).expect("at most 65,536 workers");
+        let meta = deadline.min(Self::DEADLINE)
+            | if timeout { Self::TIMEOUT } else { 0 }
+            | (u64::from(wheel) << 48);
+        Record {
+            tag,
+            key: key.into_raw(),
+            meta,
+        }
+    }
+
+    pub(crate) fn key(&self) -> Key {
+        Key::from_raw(self.key)
+    }
+
+    pub(crate) fn deadline(&self) -> u64 {
+        self.meta & Self::DEADLINE
+    }
+
+    pub(crate) fn is_timeout(&self) -> bool {
+        self.meta & Self::TIMEOUT != 0
+    }
+
+    pub(crate) fn wheel(&self) -> usize {
+        (self.meta >> 48) as usize
+    }
+}
+
+#[cfg(not(loom))]
+mod api;
+#[cfg(not(loom))]
+pub(crate) use api::is_timer_made;

@@ -1,0 +1,254 @@
+//! The worker's side of timers (`src/sched/timer/mod.rs` has the design):
+//! applying what a step asked for, accepting or dropping a timer's event,
+//! cancelling a closed process's timers, and firing due wheels.
+
+use super::Local;
+use crate::process::state::Wake;
+use crate::process::timer::{TimerOp, When};
+use crate::process::{CommandError, Event, Pid, Process};
+use crate::sched::shared::phase;
+use crate::sched::table::{Body, Slot};
+use crate::sched::timer::wheel::TimerKind;
+use crate::sched::timer::{earliest, Record, TimerClock, LATE_NANOS, NEVER};
+use crate::sync::Ordering;
+use std::time::Instant;
+
+impl<P: Process> Local<P> {
+    /// Applies the step's timer operations to the process `pid` (which we
+    /// hold), in call order. New timers go into this worker's own wheel.
+    pub(super) fn apply_timers(&mut self, pid: Pid, body: &mut Body<P>, slot: &Slot<P>) {
+        if self.effects.timers.is_empty() {
+            return;
+        }
+        let mut ops = core::mem::take(&mut self.effects.timers);
+        let shared = &*self.shared;
+        let clock = &shared.timers.clock;
+        let now = Instant::now();
+        let now_tick = clock.tick(now); // one clock read for the step
+        let mut lowered = false;
+        for op in ops.drain(..) {
+            let (tag, deadline, timeout) = match op {
+                TimerOp::Cancel { tag } => {
+                    self.cancel_record(body, tag, false);
+                    continue;
+                }
+                TimerOp::Wake { tag, when } => {
+                    let at = match when {
+                        When::After(after) => now.checked_add(after),
+                        When::At(at) => Some(at),
+                    };
+                    let deadline = at.map_or(u64::MAX >> 20, |at| clock.deadline(at));
+                    (tag, deadline, false)
+                }
+                TimerOp::Timeout { tag, after } => {
+                    if !body.pending.contains(&tag) {
+                        continue; // completed already (an inline handler)
+                    }
+                    let deadline = match now.checked_add(after) {
+                        Some(at) => clock.deadline(at),
+                        None => u64::MAX >> 20,
+                    };
+                    (tag, deadline, true)
+                }
+            };
+            // A timer re-armed with its tag replaces the pending one.
+            self.cancel_record(body, tag, timeout);
+            let kind = if timeout {
+                TimerKind::Timeout
+            } else {
+                TimerKind::Timer
+            };
+            let wheel = &shared.timers.wheels[self.index];
+            // Refused only once shutdown has closed the wheels: the timer
+            // would never fire, and its process is being closed.
+            if let Ok((key, low)) =
+                wheel.insert(now_tick, deadline, pid.into_raw(), tag, kind, None)
+            {
+                lowered |= low;
+                if body.timers.capacity() == 0 {
+                    // Most processes hold one timer: no room for four.
+                    body.timers.reserve_exact(1);
+                }
+                (body.timers).push(Record::new(tag, key, deadline, timeout, self.index));
+            }
+        }
+        self.effects.timers = ops; // keep the buffer
+        self.publish_timer_count(body, slot);
+        if lowered {
+            // The wake rule: a parked worker's deadline may not cover the
+            // new timer (it may be this wheel's only one, and this worker
+            // may now run a long step), so this is published work.
+            shared.idle.notify_one();
+        }
+    }
+
+    /// Stores the process's pending timer count for the dump.
+    pub(super) fn publish_timer_count(&self, body: &Body<P>, slot: &Slot<P>) {
+        // Release: pairs with the dump's Acquire load, which it makes
+        // follow this incarnation's `activate` (the incarnation rule,
+        // `dump.rs`). Only the holder writes it.
+        slot.timers
+            .store(body.timers.len() as u32, Ordering::Release);
+    }
+
+    /// Cancels the pending timer (`timeout`: command timeout) `tag`, if any.
+    /// Returns whether there was one.
+    pub(super) fn cancel_record(&self, body: &mut Body<P>, tag: u64, timeout: bool) -> bool {
+        let Some(at) = (body.timers.iter()).position(|r| r.tag == tag && r.is_timeout() == timeout)
+        else {
+            return false;
+        };
+        let record = body.timers.swap_remove(at);
+        // Not in the wheel if it fired already: its event is on the way,
+        // and `accept_timer` drops it, the record being gone.
+        if self.shared.timers.wheels[record.wheel()]
+            .cancel(record.key())
+            .is_some()
+        {
+            self.counters().timers_cancelled.add(1);
+        }
+        true
+    }
+
+    /// Whether a timer's event for `tag` (`timeout`: a `TimedOut`
+    /// completion) is the process's pending timer firing: its record is
+    /// there and its deadline has passed. Then the record goes. Otherwise
+    /// the event is stale (the timer was cancelled, or re-armed later, or
+    /// its command completed first) and the caller drops it silently.
+    pub(super) fn accept_timer(&self, body: &mut Body<P>, tag: u64, timeout: bool) -> bool {
+        let Some(at) = (body.timers.iter()).position(|r| r.tag == tag && r.is_timeout() == timeout)
+        else {
+            return false;
+        };
+        if body.timers[at].deadline() > self.shared.timers.clock.now() {
+            return false; // an earlier timer of this tag; the new one is to come
+        }
+        let record = body.timers.swap_remove(at);
+        // The event may be an earlier timer's of this tag, whose deadline
+        // passed too: then this one is still in the wheel, and goes now.
+        let _ = self.shared.timers.wheels[record.wheel()].cancel(record.key());
+        true
+    }
+
+    /// Whether a completion's record says it is a timeout we set: a
+    /// `TimedOut` completion is ours if a timeout record of its tag exists.
+    pub(super) fn has_timeout(body: &Body<P>, tag: u64) -> bool {
+        body.timers.iter().any(|r| r.tag == tag && r.is_timeout())
+    }
+
+    /// Cancels every pending timer of a process being closed.
+    pub(super) fn cancel_all_timers(&mut self, body: &mut Body<P>) {
+        let mut cancelled = 0;
+        for record in body.timers.drain(..) {
+            if self.shared.timers.wheels[record.wheel()]
+                .cancel(record.key())
+                .is_some()
+            {
+                cancelled += 1;
+            }
+        }
+        if cancelled > 0 {
+            self.counters().timers_cancelled.add(cancelled);
+            if self.shared.phase() >= phase::STOPPING {
+                // Relaxed: a count, read by `shutdown` after the workers
+                // are joined (the join orders it).
+                let by_shutdown = &self.shared.timers.cancelled_by_shutdown;
+                by_shutdown.fetch_add(cancelled, Ordering::Relaxed);
+            }
+        }
+        // Frees the vector: a closed process keeps nothing.
+        body.timers = Vec::new();
+    }
+
+    /// Fires this worker's own wheel if its next expiration `next` (not
+    /// `NEVER`: the caller's one load and branch, `worker.rs`, keep an
+    /// unused timer system to that) has passed. Reads the clock.
+    #[inline(never)]
+    pub(super) fn poll_own_timers(&mut self, next: u64) {
+        let now = self.shared.timers.clock.now();
+        if next <= now {
+            self.fire_wheel(self.index, now, true);
+        }
+    }
+
+    /// Fires every wheel with something due (another worker's only if its
+    /// lock is free: its owner is firing it otherwise). Returns how many
+    /// processes the timers woke onto this worker's deque.
+    pub(super) fn poll_all_timers(&mut self) -> usize {
+        if earliest(&self.shared.timers.wheels) == NEVER {
+            return 0;
+        }
+        let now = self.shared.timers.clock.now();
+        let mut woke = 0;
+        for w in 0..self.shared.timers.wheels.len() {
+            if self.shared.timers.wheels[w].next() <= now {
+                woke += self.fire_wheel(w, now, w == self.index);
+            }
+        }
+        woke
+    }
+
+    /// The earliest deadline of any wheel, as a tick ([`NEVER`]: none).
+    pub(super) fn earliest_timer(&self) -> u64 {
+        earliest(&self.shared.timers.wheels)
+    }
+
+    /// Fires wheel `w` at tick `now` and delivers what fired; processes it
+    /// woke go onto this worker's deque. Returns how many.
+    fn fire_wheel(&mut self, w: usize, now: u64, wait: bool) -> usize {
+        let mut fired = core::mem::take(&mut self.fired);
+        let mut messages = core::mem::take(&mut self.fired_messages);
+        let shared = std::sync::Arc::clone(&self.shared);
+        if !shared.timers.wheels[w].fire(now, wait, &mut fired, &mut messages) {
+            self.fired = fired;
+            self.fired_messages = messages;
+            return 0;
+        }
+        let mut woke = 0;
+        let mut late = 0;
+        let count = fired.len() as u64;
+        let mut messages_iter = messages.drain(..);
+        for timer in fired.drain(..) {
+            if TimerClock::late_nanos(timer.deadline, now) > LATE_NANOS {
+                late += 1;
+            }
+            let pid = Pid::from_raw(timer.pid);
+            let (event, kind) = match timer.kind {
+                TimerKind::Timer => (Event::Timer { tag: timer.tag }, Wake::Completion),
+                TimerKind::Timeout => {
+                    let result = Err(CommandError::TimedOut);
+                    (
+                        Event::Completion {
+                            tag: timer.tag,
+                            result,
+                        },
+                        Wake::Completion,
+                    )
+                }
+                TimerKind::Send => match messages_iter.next() {
+                    Some(message) => (Event::Message(message), Wake::Message),
+                    None => continue, // unreachable: one message per entry
+                },
+            };
+            let nodes = Some(&mut self.nodes);
+            match shared.deliver(pid, event, kind, nodes) {
+                Ok(Some(task)) => {
+                    self.deque.push(task);
+                    woke += 1;
+                }
+                Ok(None) => {}
+                // A process that ended: a `send_after` message is reported,
+                // a timer's own event is dropped (`Shared::undelivered`).
+                Err((_, event)) => shared.undelivered(pid, event),
+            }
+        }
+        drop(messages_iter);
+        let counters = self.counters();
+        counters.timers_fired.add(count);
+        counters.timers_late.add(late);
+        self.queued_locally(woke);
+        self.fired = fired;
+        self.fired_messages = messages;
+        woke
+    }
+}
