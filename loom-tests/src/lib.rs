@@ -40,5 +40,14 @@
 //!   nothing once the drain is visible; a sender waiting for room is never
 //!   missed by the drain that made it.
 //!
+//! - `limits.rs`: not a model of `stepsched` but a canary for loom itself:
+//!   the DPOR blind spot that [`Gate`] works around
+//!   (`docs/proof/loom-limits.md`) is still there.
+//!
 //! About 50 s of model checking in all on two cores (plus the build), most
 //! of it the two-worker idle models (36 s).
+
+#[cfg(loom)]
+mod gate;
+#[cfg(loom)]
+pub use gate::Gate;

@@ -13,9 +13,12 @@
 
 #![cfg(loom)]
 
+use std::sync::atomic::{AtomicBool as StdAtomicBool, Ordering as StdOrdering};
+
 use loom::sync::Arc;
 use loom::thread;
 use stepsched::sched::{GlobalQueue, Take};
+use stepsched_loom_tests::Gate;
 
 /// Drains what a take returned into `got`, in order.
 fn collect(take: Take<u32>, batch: Vec<u32>, got: &mut Vec<u32>) {
@@ -107,23 +110,47 @@ fn two_consumers_take_batches_while_two_producers_push() {
 /// Items nobody took are dropped with the queue, and taken ones are not
 /// dropped again (loom reports leaked `Arc`s; `strong_count` catches a
 /// double drop).
+///
+/// The take starts from the beginning, or once the producer has pushed one
+/// or both items (a [`Gate`]; `docs/proof/loom-limits.md`): a push claims
+/// `head` with a load then a CAS, and loom alone never ran a push before
+/// the take's first read of `head`, so in all its runs (1 execution) the
+/// take found the queue empty and "taken ones are not dropped again" went
+/// unchecked. Gated, the take returns nothing, one item or two across the
+/// runs (asserted below).
 #[test]
 fn dropping_the_global_queue_drops_untaken_items_once() {
-    loom::model(|| {
+    static TOOK: [StdAtomicBool; 3] = [const { StdAtomicBool::new(false) }; 3];
+    for start in 0..=2 {
+        loom::model(move || drop_against_take(start));
+    }
+    for (held, took) in TOOK.iter().enumerate() {
+        assert!(
+            took.load(StdOrdering::Relaxed),
+            "no run took {held} item(s) before the drop"
+        );
+    }
+
+    fn drop_against_take(start: usize) {
         let token = Arc::new(());
         let global = Arc::new(GlobalQueue::new());
+        let gate = Gate::new();
         let producer = {
-            let (global, token) = (global.clone(), token.clone());
+            let (global, token, gate) = (global.clone(), token.clone(), gate.clone());
             thread::spawn(move || {
                 global.push(token.clone());
+                gate.pass(1);
                 global.push(token);
+                gate.pass(2);
             })
         };
+        gate.wait(start);
         let mut taken = Vec::new();
         let first = global.take_batch(|t| taken.push(t)).first();
         producer.join().unwrap();
         drop(Arc::try_unwrap(global).expect("the producer's handle was dropped"));
         let held = taken.len() + usize::from(first.is_some());
         assert_eq!(Arc::strong_count(&token), 1 + held);
-    });
+        TOOK[held].store(true, StdOrdering::Relaxed);
+    }
 }
