@@ -342,30 +342,21 @@ fn is_empty_is_false_while_an_item_stays_queued_across_a_stub_reuse() {
     });
 }
 
-/// **Known failure, not run by default** (`docs/proof/loom-limits.md`, the
-/// audit): `is_empty` may answer `true` while an item is queued, to a
-/// caller that read the consumer's latest `tail` but no push through any
-/// synchronization. `a` and `b` are queued; one thread pushes `c`, then
-/// pops `a` and `b` as the consumer. The observer, started once `b` is
-/// popped (a [`Gate`], which orders nothing), finds `is_empty() == true`:
-/// its Relaxed load of `tail` reads the pop of `b` (the stub is `b`'s
-/// node), its Acquire load of `head` reads `b`'s claim, older than `c`'s
-/// (no edge forbids it: the `tail` load synchronizes with nothing), and
-/// `popped` reads 0 twice. Allowed by C++ and by Arm (the Relaxed `tail`
-/// load may be satisfied after the Acquire `head` load); not by x86.
+/// `is_empty` never answers `true` while an item is queued to a caller
+/// that read the consumer's latest `tail` (issue 9 follow-up, found by the
+/// loom audit in `docs/proof/loom-limits.md`). `a` and `b` are queued; one
+/// thread pushes `c`, then pops `a` and `b` as the consumer. The observer,
+/// started once `b` is popped (a [`Gate`], which orders nothing), must not
+/// find the queue empty: with a Relaxed `tail` (the pop's store and
+/// `is_empty`'s load) its `tail` load could read the pop of `b` and its
+/// `head` load `b`'s claim, older than `c`'s, and `popped` 0 twice: `true`
+/// with `c` queued (allowed by C++ and by Arm, not by x86). The Release /
+/// Acquire pair on `tail` makes `c`'s claim visible to the `head` load.
 ///
 /// `is_empty_is_not_fooled_by_a_reused_stub` above claims the same thing
-/// and passes only because loom never runs its pops before the observer's
-/// first load (the load-then-CAS blind spot); loom with a corrected DPOR
-/// fails it the same way (`docs/proof/loom-limits.md`). `is_empty`'s
-/// internal argument guarantees only pushes no later than the `head` it
-/// read; its public doc ("false whenever a completed push's item has not
-/// been popped") says more. Either the doc and these two models are
-/// narrowed to pushes that happen before the call, or `tail` becomes
-/// Release (the pop's store) / Acquire (`is_empty`'s load), which makes
-/// `c`'s claim visible to the `head` load here.
+/// and passed with the Relaxed pair only because loom never ran its pops
+/// before the observer's first load (the load-then-CAS blind spot).
 #[test]
-#[ignore = "fails: is_empty's contract vs its Relaxed tail; see the docs and docs/proof/loom-limits.md"]
 fn is_empty_reading_a_fresh_tail_and_a_stale_head_says_empty() {
     loom::model(|| {
         let q = Arc::new(Queue::new());

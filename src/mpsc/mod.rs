@@ -336,10 +336,13 @@ impl<T> Queue<T> {
         let Some((item, next)) = (unsafe { list::take_next(stub) }) else {
             return Err(stub);
         };
-        // Relaxed: `is_empty` needs no edge from this store; the Release
-        // store of `popped` below publishes it (the argument is in
-        // `is_empty_pausing`).
-        self.consumer.tail.store(next, Ordering::Relaxed);
+        // Release pairs with the Acquire load of `tail` in `is_empty`: a
+        // reader that sees this pop's `tail` sees every push this thread
+        // saw before it (it may have pushed them itself), so it cannot pair
+        // this fresh `tail` with a `head` older than those pushes. Killed
+        // without it: loom model
+        // `is_empty_reading_a_fresh_tail_and_a_stale_head_says_empty`.
+        self.consumer.tail.store(next, Ordering::Release);
         let popped = self.consumer.popped.load(Ordering::Relaxed);
         // Release pairs with the first Acquire load of `popped` in
         // `is_empty` (pop-generation): a reader that sees the new count also
@@ -415,14 +418,20 @@ impl<T> Queue<T> {
         // Release store in `pop_or_stub`. `head`: Acquire, pairs with the
         // producers' AcqRel CAS or swap. Both are killed by the loom model
         // `is_empty_is_false_while_an_item_stays_queued_across_a_stub_reuse`.
-        // `tail` and the second `popped`: Relaxed, because the argument
-        // uses only coherence for them: `tail` is ordered after the first
-        // load by its Acquire, the second `popped` after `head` by its
-        // Acquire, and nothing after the second load reads shared memory.
-        // (They were Acquire, with a Release store of `tail`; mutation
-        // found no checker that needed them, and the argument does not.)
+        // `tail`: Acquire, pairs with the Release store in `pop_or_stub`.
+        // The argument above covers pushes ordered before our `head` load;
+        // without this edge a push that the popping thread saw (say, made)
+        // before the pop whose `tail` we read could still be missing from
+        // a stale `head`, and the queue would read empty with that item in
+        // it (loom `is_empty_reading_a_fresh_tail_and_a_stale_head_says_empty`:
+        // push c, pop a and b, on one thread; the observer reads the `tail`
+        // after b and a `head` before c). These were weakened once because
+        // mutation found no checker that needed them: the model that needs
+        // them hid in loom's blind spot (`docs/proof/loom-limits.md`).
+        // The second `popped`: Relaxed, ordered after `head` by its
+        // Acquire, and nothing after it reads shared memory.
         let before = self.consumer.popped.load(Ordering::Acquire);
-        let stub = self.consumer.tail.load(Ordering::Relaxed);
+        let stub = self.consumer.tail.load(Ordering::Acquire);
         pause();
         let head = self.producers.head.load(Ordering::Acquire);
         if head != stub {
