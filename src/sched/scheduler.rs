@@ -406,8 +406,15 @@ impl<P: Process> Scheduler<P> {
         // After the cancels, so that a process usually sees its cancelled
         // commands in the same step as its `Cancel::Shutdown`.
         shared.blocking.close();
-        wait_until(deadline, || shared.table.live() == 0);
-        if shared.table.live() > 0 {
+        // Decided on what the wait saw, not on a second look: once the
+        // cancels are out, `live()` counts a creator racing the shutdown
+        // (`Shared::create`) from its insert until it withdraws, so a later
+        // look may see that transient 1 (it reported a clean shutdown as
+        // timed out, under TSan). A zero seen here is final: a process that
+        // was admitted is counted from before its admission, and the phase
+        // pair (`phase.rs`) makes the scan above cancel it.
+        let mut left = 0;
+        if !wait_until(deadline, || shared.table.live() == 0) {
             report.timed_out = true;
             shared.set_phase(phase::FORCING);
             shared.trace_phase("forcing");
@@ -417,11 +424,15 @@ impl<P: Process> Scheduler<P> {
             // closed are not stuck, only a step that never returns is (on a
             // loaded machine 10,000 queued closes can outlast a short grace).
             let mut grace = Instant::now() + timeout.max(Duration::from_millis(100));
-            let mut left = shared.table.live();
+            left = shared.table.live();
             loop {
-                wait_until(grace, || shared.table.live() == 0);
+                if wait_until(grace, || shared.table.live() == 0) {
+                    left = 0;
+                    break;
+                }
                 let now = shared.table.live();
-                if now == 0 || now >= left {
+                if now >= left {
+                    left = now;
                     break;
                 }
                 left = now;
@@ -435,7 +446,9 @@ impl<P: Process> Scheduler<P> {
         report.forced = shared.forced.load(Ordering::Relaxed) as usize;
         let ended = (shared.table.closed() - completed_before) as usize;
         report.completed = ended.saturating_sub(report.forced);
-        report.stuck = shared.table.live();
+        // What the waits last saw: a step that never returned keeps its
+        // process live.
+        report.stuck = left;
         // Processes are done with (or stuck); a blocking handler may still
         // run, and gets what is left of the timeout.
         let pool = shared.blocking.finish(deadline);
@@ -553,8 +566,16 @@ impl<P: Process> Scheduler<P> {
     }
 }
 
-fn wait_until(deadline: Instant, mut done: impl FnMut() -> bool) {
-    while !done() && Instant::now() < deadline {
+/// Polls `done` every millisecond until it holds (`true`) or `deadline`
+/// passes (`false`).
+fn wait_until(deadline: Instant, mut done: impl FnMut() -> bool) -> bool {
+    loop {
+        if done() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
         std::thread::sleep(Duration::from_millis(1));
     }
 }
