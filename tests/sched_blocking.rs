@@ -17,7 +17,7 @@
 //! ```
 
 mod common;
-use common::{ms, wait_until};
+use common::{joined, ms, wait_until};
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -207,13 +207,6 @@ fn ask(scheduler: &Scheduler<Proc>, commands: Vec<(u64, Cmd)>) -> JoinHandle<Pro
     scheduler.submit_joinable(asker, "ask", ()).unwrap()
 }
 
-fn join(handle: JoinHandle<Proc>) -> Result<Out, ProcessError<String>> {
-    match handle.join_timeout(HANG) {
-        Ok(outcome) => outcome,
-        Err(handle) => panic!("{} did not finish within {HANG:?}", handle.pid()),
-    }
-}
-
 /// A builder with 2 workers and a "sleep" blocking handler behind `gate`.
 fn sleepy(gate: &Arc<Gate>) -> Builder<Proc> {
     let gate = Arc::clone(gate);
@@ -264,7 +257,7 @@ fn round_trips_complete_while_1000_blocking_calls_block() {
         .submit_joinable(Proc::Pinger { received: 0 }, "pong", ())
         .unwrap();
     scheduler.send(ping.pid(), (pong.pid(), 2 * trips)).unwrap();
-    let received = [join(ping), join(pong)];
+    let received = [joined(ping), joined(pong)];
     // 2R messages between them, plus the kick from outside.
     let total: u64 = received
         .iter()
@@ -287,7 +280,10 @@ fn round_trips_complete_while_1000_blocking_calls_block() {
 
     gate.open();
     for (i, handle) in handles.into_iter().enumerate() {
-        assert_eq!(join(handle), Ok(Out::Got(vec![(1, Got::Reply(i as u64))])));
+        assert_eq!(
+            joined(handle),
+            Ok(Out::Got(vec![(1, Got::Reply(i as u64))]))
+        );
     }
     let report = scheduler.shutdown(ms(10_000));
     assert_eq!(report.blocking_cancelled, 0, "{report:?}");
@@ -315,14 +311,14 @@ fn threads_start_on_demand_and_idle_ones_exit_after_the_keep_alive() {
     gate.open();
     for (i, handle) in handles.into_iter().enumerate() {
         let i = i as u64;
-        assert_eq!(join(handle), Ok(Out::Got(vec![(i, Got::Reply(i))])));
+        assert_eq!(joined(handle), Ok(Out::Got(vec![(i, Got::Reply(i))])));
     }
     wait_until("idle threads to exit after the keep-alive", || {
         scheduler.stats().blocking.threads == 0
     });
     // The pool starts again on demand.
     let again = ask(&scheduler, vec![(9, Cmd::Sleep(9))]);
-    assert_eq!(join(again), Ok(Out::Got(vec![(9, Got::Reply(9))])));
+    assert_eq!(joined(again), Ok(Out::Got(vec![(9, Got::Reply(9))])));
     wait_until("the new thread to exit too", || {
         scheduler.stats().blocking.threads == 0
     });
@@ -361,7 +357,7 @@ fn commands_beyond_max_blocking_threads_run_in_fifo_order() {
     assert_eq!(scheduler.stats().blocking.threads, 1, "the maximum holds");
     gate.open();
     let expected = (0..N).map(|n| (n, Got::Reply(n))).collect();
-    assert_eq!(join(asker), Ok(Out::Got(expected)));
+    assert_eq!(joined(asker), Ok(Out::Got(expected)));
     assert_eq!(*order.lock().unwrap(), (0..N).collect::<Vec<_>>());
     scheduler.shutdown(ms(10_000));
 }
@@ -397,7 +393,7 @@ fn a_panicking_blocking_handler_completes_its_command_with_panicked_and_the_pool
         ],
     );
     assert_eq!(
-        join(asker),
+        joined(asker),
         Ok(Out::Got(vec![
             (1, Got::Panicked("blocking handler exploded".to_owned())),
             (2, Got::Reply(7)),
@@ -471,7 +467,7 @@ fn shutdown_cancels_queued_blocking_commands_and_abandons_running_ones_after_the
     );
     let (mut cancelled, mut forced) = (0, 0);
     for handle in handles {
-        match join(handle) {
+        match joined(handle) {
             Ok(Out::Got(got)) => {
                 assert_eq!(got.len(), 1);
                 assert_eq!(got[0].1, Got::Cancelled);
@@ -508,7 +504,7 @@ fn dropping_the_scheduler_does_not_wait_for_a_blocking_handler_that_never_return
     dropped
         .recv_timeout(HANG)
         .expect("drop returned while the handler still blocks");
-    assert_eq!(join(asker), Err(ProcessError::Shutdown));
+    assert_eq!(joined(asker), Err(ProcessError::Shutdown));
     gate.open();
     wait_until("the abandoned handler to return", || {
         refused.load(Ordering::SeqCst) == 1

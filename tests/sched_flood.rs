@@ -13,7 +13,7 @@
 //! ```
 
 mod common;
-use common::{wait_until, Held};
+use common::{joined, wait_until, Held};
 
 use std::io::ErrorKind;
 use std::sync::{Arc, Mutex};
@@ -225,15 +225,6 @@ fn recorder(take: usize, then: Status<u64>, values: &[u64], until: u64) -> Recor
         scheduler.send(handle.pid(), (0, v)).unwrap();
     }
     (scheduler, held, steps, handle)
-}
-
-/// Joins `handle`, failing (instead of hanging) if the process does not
-/// end: a lost event leaves these processes waiting forever.
-fn joined<P: Process>(handle: stepsched::sched::JoinHandle<P>) -> stepsched::process::Outcome<P> {
-    match handle.join_timeout(common::ms(60_000)) {
-        Ok(outcome) => outcome,
-        Err(_) => panic!("the process never ended: an event was lost"),
-    }
 }
 
 #[test]

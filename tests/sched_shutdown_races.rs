@@ -8,28 +8,22 @@
 //! cargo test --test sched_shutdown_races
 //! ```
 
+mod common;
+use common::joined;
+
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
-use stepsched::process::{
-    Cancel, Event, NoCommand, Process, ProcessError, SpawnError, Status, StepOutput,
-};
-use stepsched::sched::{JoinHandle, Scheduler};
+use stepsched::process::{Cancel, Event, NoCommand, Process, SpawnError, Status, StepOutput};
+use stepsched::sched::Scheduler;
 
 /// How long a test waits for a handshake before it fails instead of hanging.
 const PATIENCE: Duration = Duration::from_secs(60);
 
 /// Joins with a bound that turns a lost process (the defect: it was never
 /// run) into a failure instead of a hung test.
-fn join(handle: JoinHandle<Proc>) -> Result<(), ProcessError<String>> {
-    match handle.join_timeout(PATIENCE) {
-        Ok(outcome) => outcome,
-        Err(handle) => panic!("join of {} hung: the process never ended", handle.pid()),
-    }
-}
-
 /// One side of a handshake with a process's `init`: init reports that it
 /// has begun, then waits until the test lets it return.
 #[derive(Clone)]
@@ -177,7 +171,7 @@ fn submits_racing_shutdown_are_refused_or_run_to_the_end() {
         assert!(!report.timed_out, "a process missed its cancel: {report:?}");
         for result in submitter.join().expect("the submitter panicked") {
             match result {
-                Ok(handle) => assert_eq!(join(handle), Ok(())),
+                Ok(handle) => assert_eq!(joined(handle), Ok(())),
                 Err(SpawnError::ShuttingDown(_)) => {}
                 Err(other) => panic!("refused for the wrong reason: {other:?}"),
             }
@@ -211,6 +205,6 @@ fn a_child_spawned_as_shutdown_starts_is_refused_or_cancelled() {
         matches!(result, Ok(()) | Err("shutting down")),
         "spawn failed for another reason: {result:?}"
     );
-    assert_eq!(join(handle), Ok(()));
+    assert_eq!(joined(handle), Ok(()));
     assert_eq!(scheduler.live(), 0);
 }

@@ -11,8 +11,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use stepsched::process::Process;
-use stepsched::sched::Completer;
+use stepsched::process::{Outcome, Process};
+use stepsched::sched::{Completer, JoinHandle};
 
 /// Polls `done` every millisecond until it holds. The 60 s bound (scaled
 /// by [`ms`] under Miri) is a liveness guard for a hung scheduler, not a
@@ -22,6 +22,16 @@ pub fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
     while !done() {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
         thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Joins `handle`, failing instead of hanging if the process does not end
+/// within 60 s (scaled by [`ms`] under Miri): a liveness guard, as in
+/// [`wait_until`], for processes a lost event would leave waiting forever.
+pub fn joined<P: Process>(handle: JoinHandle<P>) -> Outcome<P> {
+    match handle.join_timeout(ms(60_000)) {
+        Ok(outcome) => outcome,
+        Err(handle) => panic!("{} never ended: an event was lost", handle.pid()),
     }
 }
 
