@@ -331,3 +331,35 @@ fn a_join_set_is_polled_from_async_code() {
     assert!(scheduler.submit_into(&mut set, Job(1), "", ()).is_err());
     assert!(set.is_empty());
 }
+
+#[test]
+fn a_panicking_waker_does_not_take_a_worker_down() {
+    /// A waker whose `wake` panics, on the worker that closes the process.
+    struct Bomb;
+    impl Wake for Bomb {
+        fn wake(self: Arc<Self>) {
+            panic!("the executor's waker panicked");
+        }
+    }
+    let scheduler = Scheduler::builder().workers(1).build().unwrap();
+    let server = scheduler.submit_joinable(Server, "serve", 0).unwrap();
+    let inbox = scheduler.mailbox().unwrap();
+    let waker = Waker::from(Arc::new(Bomb));
+    let mut cx = Context::from_waker(&waker);
+    let mut server = Box::pin(server);
+    assert!(server.as_mut().poll(&mut cx).is_pending());
+    assert!(inbox.poll_recv(&mut cx).is_pending());
+    // Both wakes run on the one worker and panic there.
+    let pid = inbox.pid();
+    scheduler.send(pid, Msg::Value(1)).unwrap();
+    scheduler.send(server.pid(), Msg::Stop).unwrap();
+    // The worker lives on: the message was forwarded, the outcome kept.
+    assert_eq!(inbox.recv_timeout(common::ms(60_000)), Ok(Msg::Value(1)));
+    let (outcome, _) = block_on(server);
+    assert_eq!(outcome, Ok(0));
+    let after = scheduler.submit_joinable(Server, "serve", 0).unwrap();
+    scheduler.send(after.pid(), Msg::Stop).unwrap();
+    assert_eq!(common::joined(after), Ok(0), "the worker still steps");
+    drop(inbox);
+    assert!(!scheduler.shutdown(common::ms(5_000)).timed_out);
+}

@@ -18,6 +18,14 @@ use core::task::{Context, Poll, Waker};
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
+/// Wakes `waker` on a worker, containing a panic: a waker is the
+/// embedder's executor code, and a panic in it must not take the worker
+/// (and every process it holds) down. The task is then simply not woken
+/// by us; the outcome stays for its next poll.
+pub(crate) fn wake_contained(waker: Waker) {
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| waker.wake()));
+}
+
 /// Where the worker that closes a process leaves its outcome.
 pub(crate) enum Joiner<P: Process> {
     /// A [`JoinHandle`]'s.
@@ -74,7 +82,7 @@ impl<P: Process> JoinCell<P> {
         self.ready.notify_all();
         // Woken after the lock is released: the task may run at once.
         if let Some(waker) = waker {
-            waker.wake();
+            wake_contained(waker);
         }
     }
 }
@@ -260,7 +268,7 @@ impl<P: Process> SetCell<P> {
         };
         self.ready.notify_one();
         if let Some(waker) = waker {
-            waker.wake();
+            wake_contained(waker);
         }
     }
 }

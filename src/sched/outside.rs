@@ -80,7 +80,7 @@ impl<M> Inbox<M> {
         };
         self.ready.notify_one();
         if let Some(waker) = waker {
-            waker.wake();
+            super::join::wake_contained(waker);
         }
     }
 
@@ -93,7 +93,7 @@ impl<M> Inbox<M> {
         };
         self.ready.notify_all();
         if let Some(waker) = waker {
-            waker.wake();
+            super::join::wake_contained(waker);
         }
     }
 }

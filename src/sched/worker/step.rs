@@ -413,13 +413,13 @@ impl<P: Process> Local<P> {
     /// order, keeps the sender's order. Returns whether any was refused.
     fn apply_sends(&mut self, carry: &mut Vec<Event<P>>) -> bool {
         let mut displaced = 0;
-        let mut refused = false;
+        // The targets that refused a message in this step: a scan of the
+        // carry per later send would be quadratic in a burst; this is
+        // empty (unallocated) unless something was refused, and holds one
+        // entry per distinct full target.
+        let mut refused: Vec<Pid> = Vec::new();
         for (to, message) in self.effects.sends.drain(..) {
-            if refused
-                && carry
-                    .iter()
-                    .any(|e| matches!(e, Event::Refused { to: t, .. } if *t == to))
-            {
+            if !refused.is_empty() && refused.contains(&to) {
                 carry.push(Event::Refused { to, message });
                 continue;
             }
@@ -440,13 +440,13 @@ impl<P: Process> Local<P> {
                 Ok(None) => {}
                 Err((Refusal::Full, Event::Message(message))) => {
                     carry.push(Event::Refused { to, message });
-                    refused = true;
+                    refused.push(to);
                 }
                 Err((_, event)) => self.shared.undelivered(to, event),
             }
         }
         self.queued_locally(displaced);
-        refused
+        !refused.is_empty()
     }
 
     /// Hands each yielded command to its handler (a blocking handler's is
