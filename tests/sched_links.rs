@@ -63,7 +63,11 @@ impl Log {
 
 struct Node {
     log: Arc<Log>,
+    /// Targets demonitored in an earlier step: no `Down` may name them.
     demonitored: HashSet<Pid>,
+    /// Demonitored in this step: a `Down` collected with the step's
+    /// events may still come in it (the promise starts after the step).
+    demonitoring: Vec<Pid>,
     panic_on_down: bool,
     /// A child of `SpawnAndMonitor`: fails in its first step.
     fail_first: bool,
@@ -74,6 +78,7 @@ impl Node {
         Node {
             log: Arc::clone(log),
             demonitored: HashSet::new(),
+            demonitoring: Vec::new(),
             panic_on_down: false,
             fail_first: false,
         }
@@ -106,10 +111,11 @@ impl Process for Node {
             match event {
                 Event::Message(Msg::Monitor(t)) => {
                     self.demonitored.remove(&t);
+                    self.demonitoring.retain(|d| *d != t);
                     out.monitor(t);
                 }
                 Event::Message(Msg::Demonitor(t)) => {
-                    self.demonitored.insert(t);
+                    self.demonitoring.push(t);
                     out.demonitor(t);
                 }
                 Event::Message(Msg::Link(t)) => out.link(t),
@@ -143,6 +149,7 @@ impl Process for Node {
                 _ => {}
             }
         }
+        self.demonitored.extend(self.demonitoring.drain(..));
         if out.status().is_none() {
             out.set_status(Status::Idle);
         }
@@ -383,8 +390,8 @@ fn racing_ends_yield_exactly_one_down_and_none_after_a_demonitor() {
             }
         });
     });
-    // A demonitored target may still be told, if its `Down` came in a
-    // step before the demonitor's; a kept one must be, once.
+    // A demonitored target may still be told, if its `Down` came in or
+    // before the demonitor's step; a kept one must be, once.
     let kept: HashSet<Pid> = (targets.iter().enumerate())
         .filter(|(i, _)| i % 3 != 0)
         .map(|(_, t)| t.pid())
