@@ -46,8 +46,8 @@
 //!
 //! # Cost when unused
 //!
-//! A process that uses none of this has `Body::links == None` (a null
-//! pointer) and pays: one branch after each step (`Effects::links` empty),
+//! A process that uses none of this (nor timers) has `Body::extra ==
+//! None` (a null pointer) and pays: one branch after each step (`Effects::links` empty),
 //! one after collecting events, one in `close`. Mailbox items are
 //! `Item::Event` or `Item::Signal` in the same size as before (see the unit
 //! test below); no atomic is added to delivery or to the step.
@@ -96,8 +96,8 @@ pub enum Received {
 }
 
 /// The monitors and links of one process: part of its body, so only the
-/// worker holding the process reads or writes it. Boxed and created on
-/// first use (`Body::links`).
+/// worker holding the process reads or writes it. Created on first use,
+/// in the body's boxed extra part (`Body::links_mut`).
 #[derive(Debug, Default)]
 pub struct Links {
     /// Processes this one monitors (at most once each).

@@ -290,7 +290,7 @@ impl<P: Process> Shared<P> {
         let body = unsafe { slot.body() };
         body.pending.clear();
         drop(body.joiner.take());
-        drop(body.outside.take());
+        drop(body.extra.take());
         // Events sent to it meanwhile: shutdown's own cancel is dropped,
         // anything else (a sender that guessed the PID) is reported.
         let mut places = 0;

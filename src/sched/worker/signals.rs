@@ -30,7 +30,7 @@ impl<P: Process> Local<P> {
     /// link of a child spawned in the same step is then in the child's
     /// mailbox before the child can run, and cannot race its end.
     pub(super) fn apply_links(&mut self, slot: &Slot<P>, pid: Pid, body: &mut Body<P>) {
-        let links = body.links.get_or_insert_with(Box::default);
+        let links = body.links_mut();
         let mut ops = core::mem::take(&mut self.effects.links);
         for op in ops.drain(..) {
             let send = match op {
@@ -96,7 +96,7 @@ impl<P: Process> Local<P> {
         body: &mut Body<P>,
         signal: Signal,
     ) -> Option<(Pid, ExitReason)> {
-        let links = body.links.get_or_insert_with(Box::default);
+        let links = body.links_mut();
         let received = links.receive(signal);
         publish_counts(slot, links);
         match received {
@@ -107,7 +107,7 @@ impl<P: Process> Local<P> {
 
     /// After the events are collected: whether the process steps.
     pub(super) fn before_step(&self, body: &Body<P>, last: bool, full: bool) -> Before {
-        let Some(links) = body.links.as_deref() else {
+        let Some(links) = body.links() else {
             return Before::Step;
         };
         if links.killed_by().is_some() {

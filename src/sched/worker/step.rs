@@ -153,7 +153,7 @@ impl<P: Process> Local<P> {
             if !self.effects.links.is_empty() {
                 self.apply_links(slot, pid, body);
             }
-            if let Some(links) = body.links.as_deref_mut() {
+            if let Some(links) = body.extra.as_deref_mut().and_then(|e| e.links.as_mut()) {
                 links.idle = matches!(status, Status::Idle) && !more && outcome.is_none();
             }
             self.apply_spawns();
@@ -231,8 +231,7 @@ impl<P: Process> Local<P> {
             _ => None,
         });
         let inbox = body
-            .outside
-            .as_ref()
+            .outside()
             .expect("a slot without a process has an inbox");
         inbox.push_all(messages);
         (end, !body.carry.is_empty())
@@ -286,8 +285,18 @@ impl<P: Process> Local<P> {
         while let Some(envelope) = unsafe { slot.events.pop_with(&mut self.nodes) } {
             drained += 1;
             places += u32::from(envelope.counted);
-            let Some(event) = self.accept(slot, envelope, body, pid) else {
-                continue;
+            let event = match envelope {
+                // The common case, kept apart so that the event moves once:
+                // a message or cancel for this incarnation needs no check.
+                Envelope {
+                    generation,
+                    item: Item::Event(event @ (Event::Message(_) | Event::Cancel(_))),
+                    ..
+                } if generation == pid.generation() => event,
+                envelope => match self.accept(slot, envelope, body, pid) {
+                    Some(event) => event,
+                    None => continue,
+                },
             };
             if self.events.len() < cap {
                 self.events.push(event);
@@ -501,16 +510,20 @@ impl<P: Process> Local<P> {
             // the borrow ends with this block, before `remove`.
             let body = unsafe { slot.body() };
             body.pending.clear();
-            if !body.timers.is_empty() {
+            if !body.timers().is_empty() {
                 self.cancel_all_timers(body);
                 self.publish_timer_count(body, slot);
             }
+            let (outside, links) = match body.extra.take() {
+                Some(extra) => (extra.outside, extra.links),
+                None => (None, None),
+            };
             (
                 body.process.take(),
                 body.joiner.take(),
                 core::mem::take(&mut body.carry),
-                body.outside.take(),
-                body.links.take(),
+                outside,
+                links,
             )
         };
         // Events the last step left or was not given: reported like those
@@ -545,7 +558,7 @@ impl<P: Process> Local<P> {
                 // Requests that came since its last step: a monitor or link
                 // set now is told of this end below, like earlier ones.
                 Item::Signal(signal) if to == pid => {
-                    let _ = links.get_or_insert_with(Box::default).receive(signal);
+                    let _ = links.get_or_insert_with(Default::default).receive(signal);
                 }
                 Item::Signal(signal) => self.answer(to, signal),
             }
@@ -563,7 +576,7 @@ impl<P: Process> Local<P> {
             self.shared.forced.fetch_add(1, Ordering::Relaxed);
         }
         if let Some(links) = links {
-            self.farewell(slot, pid, *links, &outcome);
+            self.farewell(slot, pid, links, &outcome);
         }
         self.shared
             .table

@@ -65,11 +65,12 @@ impl<P: Process> Local<P> {
                 wheel.insert(now_tick, deadline, pid.into_raw(), tag, kind, None)
             {
                 lowered |= low;
-                if body.timers.capacity() == 0 {
+                let timers = &mut body.extra_mut().timers;
+                if timers.capacity() == 0 {
                     // Most processes hold one timer: no room for four.
-                    body.timers.reserve_exact(1);
+                    timers.reserve_exact(1);
                 }
-                (body.timers).push(Record::new(tag, key, deadline, timeout, self.index));
+                timers.push(Record::new(tag, key, deadline, timeout, self.index));
             }
         }
         self.effects.timers = ops; // keep the buffer
@@ -88,17 +89,21 @@ impl<P: Process> Local<P> {
         // follow this incarnation's `activate` (the incarnation rule,
         // `dump.rs`). Only the holder writes it.
         slot.timers
-            .store(body.timers.len() as u32, Ordering::Release);
+            .store(body.timers().len() as u32, Ordering::Release);
     }
 
     /// Cancels the pending timer (`timeout`: command timeout) `tag`, if any.
     /// Returns whether there was one.
     pub(super) fn cancel_record(&self, body: &mut Body<P>, tag: u64, timeout: bool) -> bool {
-        let Some(at) = (body.timers.iter()).position(|r| r.tag == tag && r.is_timeout() == timeout)
+        let Some(extra) = body.extra.as_deref_mut() else {
+            return false;
+        };
+        let timers = &mut extra.timers;
+        let Some(at) = (timers.iter()).position(|r| r.tag == tag && r.is_timeout() == timeout)
         else {
             return false;
         };
-        let record = body.timers.swap_remove(at);
+        let record = timers.swap_remove(at);
         // Not in the wheel if it fired already: its event is on the way,
         // and `accept_timer` drops it, the record being gone.
         if self.shared.timers.wheels[record.wheel()]
@@ -116,14 +121,18 @@ impl<P: Process> Local<P> {
     /// the event is stale (the timer was cancelled, or re-armed later, or
     /// its command completed first) and the caller drops it silently.
     pub(super) fn accept_timer(&self, body: &mut Body<P>, tag: u64, timeout: bool) -> bool {
-        let Some(at) = (body.timers.iter()).position(|r| r.tag == tag && r.is_timeout() == timeout)
+        let Some(extra) = body.extra.as_deref_mut() else {
+            return false;
+        };
+        let timers = &mut extra.timers;
+        let Some(at) = (timers.iter()).position(|r| r.tag == tag && r.is_timeout() == timeout)
         else {
             return false;
         };
-        if body.timers[at].deadline() > self.shared.timers.clock.now() {
+        if timers[at].deadline() > self.shared.timers.clock.now() {
             return false; // an earlier timer of this tag; the new one is to come
         }
-        let record = body.timers.swap_remove(at);
+        let record = timers.swap_remove(at);
         // The event may be an earlier timer's of this tag, whose deadline
         // passed too: then this one is still in the wheel, and goes now.
         let _ = self.shared.timers.wheels[record.wheel()].cancel(record.key());
@@ -133,13 +142,16 @@ impl<P: Process> Local<P> {
     /// Whether a completion's record says it is a timeout we set: a
     /// `TimedOut` completion is ours if a timeout record of its tag exists.
     pub(super) fn has_timeout(body: &Body<P>, tag: u64) -> bool {
-        body.timers.iter().any(|r| r.tag == tag && r.is_timeout())
+        body.timers().iter().any(|r| r.tag == tag && r.is_timeout())
     }
 
     /// Cancels every pending timer of a process being closed.
     pub(super) fn cancel_all_timers(&mut self, body: &mut Body<P>) {
+        let Some(extra) = body.extra.as_deref_mut() else {
+            return;
+        };
         let mut cancelled = 0;
-        for record in body.timers.drain(..) {
+        for record in extra.timers.drain(..) {
             if self.shared.timers.wheels[record.wheel()]
                 .cancel(record.key())
                 .is_some()
@@ -157,7 +169,7 @@ impl<P: Process> Local<P> {
             }
         }
         // Frees the vector: a closed process keeps nothing.
-        body.timers = Vec::new();
+        extra.timers = Vec::new();
     }
 
     /// Fires this worker's own wheel if its next expiration `next` (not
