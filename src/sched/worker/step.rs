@@ -422,16 +422,10 @@ impl<P: Process> Local<P> {
     /// order, keeps the sender's order. Returns whether any was refused.
     fn apply_sends(&mut self, carry: &mut Vec<Event<P>>) -> bool {
         let mut displaced = 0;
-        // The targets that refused a message in this step: a scan of the
-        // carry per later send would be quadratic in a burst; this is
-        // empty (unallocated) unless something was refused, and holds one
-        // entry per distinct full target.
-        let mut refused: Vec<Pid> = Vec::new();
-        for (to, message) in self.effects.sends.drain(..) {
-            if !refused.is_empty() && refused.contains(&to) {
-                carry.push(Event::Refused { to, message });
-                continue;
-            }
+        // Delivers one message; a woken target goes to `runnext`. Returns
+        // the message if a full mailbox refused it. (A closure: it borrows
+        // the fields it needs, beside the drain of `effects.sends`.)
+        let mut send = |to: Pid, message: P::Message| {
             let nodes = Some(&mut self.nodes);
             match self
                 .shared
@@ -447,15 +441,39 @@ impl<P: Process> Local<P> {
                     }
                 }
                 Ok(None) => {}
-                Err((Refusal::Full, Event::Message(message))) => {
+                Err((Refusal::Full, Event::Message(message))) => return Some(message),
+                Err((_, event)) => self.shared.undelivered(to, event),
+            }
+            None
+        };
+        let mut sends = self.effects.sends.drain(..);
+        // Until a refusal, each message is delivered: no list to consult.
+        let mut first_refused = None;
+        for (to, message) in &mut sends {
+            if let Some(message) = send(to, message) {
+                carry.push(Event::Refused { to, message });
+                first_refused = Some(to);
+                break;
+            }
+        }
+        if let Some(first) = first_refused {
+            // The targets that refused a message in this step (one entry
+            // each): a scan of the carry per later send would be quadratic
+            // in a burst.
+            let mut refused = vec![first];
+            for (to, message) in sends {
+                if refused.contains(&to) {
+                    carry.push(Event::Refused { to, message });
+                } else if let Some(message) = send(to, message) {
                     carry.push(Event::Refused { to, message });
                     refused.push(to);
                 }
-                Err((_, event)) => self.shared.undelivered(to, event),
             }
+        } else {
+            drop(sends);
         }
         self.queued_locally(displaced);
-        !refused.is_empty()
+        first_refused.is_some()
     }
 
     /// Hands each yielded command to its handler (a blocking handler's is
