@@ -89,27 +89,33 @@ impl<P: Process> Local<P> {
     /// A signal for `pid` (the process this worker holds) found while
     /// collecting its events: recorded, or turned into the event a step
     /// sees (`Event::Down`), or noted as the process's end (`Before::Kill`,
-    /// read back through `Links::killed_by`).
+    /// read back through `Links::killed_by`). The dump's counts are
+    /// published once the events are collected (`before_step`).
     pub(super) fn receive_signal(
         &mut self,
-        slot: &Slot<P>,
         body: &mut Body<P>,
         signal: Signal,
     ) -> Option<(Pid, ExitReason)> {
-        let links = body.links_mut();
-        let received = links.receive(signal);
-        publish_counts(slot, links);
-        match received {
+        match body.links_mut().receive(signal) {
             Received::Down(pid, reason) => Some((pid, reason)),
             Received::Nothing | Received::Kill(_) => None,
         }
     }
 
-    /// After the events are collected: whether the process steps.
-    pub(super) fn before_step(&self, body: &Body<P>, last: bool, full: bool) -> Before {
+    /// After the events are collected: whether the process steps. Publishes
+    /// the dump's counts of a process that has monitors or links (the
+    /// signals just collected may have changed them).
+    pub(super) fn before_step(
+        &self,
+        slot: &Slot<P>,
+        body: &Body<P>,
+        last: bool,
+        full: bool,
+    ) -> Before {
         let Some(links) = body.links() else {
             return Before::Step;
         };
+        publish_counts(slot, links);
         if links.killed_by().is_some() {
             Before::Kill
         } else if links.idle && !last && !full && self.events.is_empty() {

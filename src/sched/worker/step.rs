@@ -82,7 +82,7 @@ impl<P: Process> Local<P> {
             // this block, before `end_step` or `close`.
             let body = unsafe { slot.body() };
             let full = self.collect_events(slot, body, pid);
-            let before = self.before_step(body, last, full);
+            let before = self.before_step(slot, body, last, full);
             if let Before::Kill = before {
                 // Its events are reported by `close`, like a carry.
                 body.carry.append(&mut self.events);
@@ -293,7 +293,7 @@ impl<P: Process> Local<P> {
                     item: Item::Event(event @ (Event::Message(_) | Event::Cancel(_))),
                     ..
                 } if generation == pid.generation() => event,
-                envelope => match self.accept(slot, envelope, body, pid) {
+                envelope => match self.accept(envelope, body, pid) {
                     Some(event) => event,
                     None => continue,
                 },
@@ -322,13 +322,7 @@ impl<P: Process> Local<P> {
     /// The event in `envelope`, if it is for this process: an event sent to
     /// an earlier process in the slot, or a completion of a tag the process
     /// is not waiting for, is reported instead.
-    fn accept(
-        &mut self,
-        slot: &Slot<P>,
-        envelope: Envelope<P>,
-        body: &mut Body<P>,
-        pid: Pid,
-    ) -> Option<Event<P>> {
+    fn accept(&mut self, envelope: Envelope<P>, body: &mut Body<P>, pid: Pid) -> Option<Event<P>> {
         let item = envelope.item;
         if envelope.generation != pid.generation() {
             let stale = Pid::new(pid.index(), envelope.generation);
@@ -342,7 +336,7 @@ impl<P: Process> Local<P> {
         let event = match item {
             Item::Event(event) => event,
             Item::Signal(signal) => {
-                let (pid, reason) = self.receive_signal(slot, body, signal)?;
+                let (pid, reason) = self.receive_signal(body, signal)?;
                 return Some(Event::Down { pid, reason });
             }
         };
