@@ -3,7 +3,9 @@
 //! are submitted, messaged and finish on 2 workers, without stopping or
 //! deadlocking them; every entry of every dump is well-formed. It counts
 //! the events queued for a process that cannot drain them, and forgets
-//! them once they are drained or, at close, reported undelivered.
+//! them once they are drained or, at close, reported undelivered; its
+//! pending-timer count drops when a timer fires, and does not pass to the
+//! next process in the slot.
 //!
 //! ```text
 //! cargo test --test sched_dump
@@ -445,5 +447,115 @@ fn events_left_at_close_are_uncounted_before_the_slot_is_reused() {
     );
     assert_eq!(undelivered.load(Ordering::SeqCst), u64::from(SENT));
     held.lock().unwrap().clear(); // completes both with Dropped
+    scheduler.shutdown(Duration::from_secs(5));
+}
+
+/// Sets a timer in its first step, then idles. On its timer it ends (if
+/// `ends`) or idles with none pending. A parent (`spawner`) instead spawns
+/// one on each message `n`: ending on its timer if `n == 1`, without a timer
+/// otherwise (a plain idler).
+struct Ticker {
+    spawner: bool,
+    timer: bool,
+    ends: bool,
+    started: bool,
+}
+
+impl Ticker {
+    fn new(timer: bool, ends: bool) -> Self {
+        Ticker {
+            spawner: false,
+            timer,
+            ends,
+            started: false,
+        }
+    }
+}
+
+impl Process for Ticker {
+    type Input = ();
+    type Message = u32;
+    type Command = NoCommand;
+    type Reply = ();
+    type Output = ();
+    type Error = String;
+
+    fn init(&mut self, _: &str, _: ()) -> Result<(), String> {
+        Ok(())
+    }
+
+    fn step(
+        &mut self,
+        events: &mut Vec<Event<Self>>,
+        out: &mut StepOutput<'_, Self>,
+    ) -> Result<(), String> {
+        if !self.started && self.timer {
+            out.wake_after(7, Duration::from_millis(1));
+        }
+        self.started = true;
+        for event in events.drain(..) {
+            match event {
+                Event::Message(n) if self.spawner => {
+                    out.spawn(Ticker::new(n == 1, true), "tick", ())
+                        .map_err(|e| format!("spawn: {e:?}"))?;
+                }
+                Event::Timer { tag: 7 } if self.ends => out.done(()),
+                Event::Timer { tag: 7 } => {}
+                other => return Err(format!("unexpected {other:?}")),
+            }
+        }
+        Ok(()) // Idle until the timer or a message
+    }
+}
+
+fn ticker_entry(scheduler: &Scheduler<Ticker>, pid: stepsched::process::Pid) -> ProcessInfo {
+    let dump = scheduler.processes();
+    let found = dump.iter().find(|p| p.pid == pid).copied();
+    found.unwrap_or_else(|| panic!("{pid} is not in the dump {dump:?}"))
+}
+
+#[test]
+fn a_timer_that_fired_is_no_longer_counted() {
+    let scheduler = Scheduler::<Ticker>::builder().workers(1).build().unwrap();
+    let pid = scheduler
+        .submit(Ticker::new(true, false), "tick", ())
+        .unwrap();
+    // Its second step takes the timer's event and sets no other timer.
+    wait_until("the timer's step", || {
+        ticker_entry(&scheduler, pid).steps == 2
+    });
+    wait_until("it to idle", || {
+        ticker_entry(&scheduler, pid).state == Lifecycle::Idle
+    });
+    let p = ticker_entry(&scheduler, pid);
+    assert_eq!(p.timers, 0, "as of its last step, none pending: {p:?}");
+    scheduler.shutdown(Duration::from_secs(5));
+}
+
+#[test]
+fn a_timer_count_is_not_inherited_by_the_next_process_in_the_slot() {
+    let scheduler = Scheduler::<Ticker>::builder().workers(1).build().unwrap();
+    let mut parent = Ticker::new(false, false);
+    parent.spawner = true;
+    let parent = scheduler.submit(parent, "spawner", ()).unwrap();
+    // The first child sets a timer and ends when it fires: its close frees
+    // the slot into the worker's cache.
+    scheduler.send(parent, 1).unwrap();
+    wait_until("the first child to start", || {
+        scheduler.processes().len() == 2
+    });
+    let first = scheduler.processes()[1].pid;
+    wait_until("the first child to end", || scheduler.live() == 1);
+    // The parent's step spawns the second child on that worker, which
+    // reuses the freed slot; it never sets a timer.
+    scheduler.send(parent, 2).unwrap();
+    wait_until("the second child to idle", || {
+        let dump = scheduler.processes();
+        dump.len() == 2 && dump[1].steps == 1 && dump[1].state == Lifecycle::Idle
+    });
+    let p = scheduler.processes()[1];
+    assert_eq!(p.pid.index(), first.index(), "the slot was reused");
+    assert_eq!(p.pid.generation(), first.generation() + 1);
+    assert_eq!(p.timers, 0, "the first child's timer: {p:?}");
     scheduler.shutdown(Duration::from_secs(5));
 }

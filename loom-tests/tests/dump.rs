@@ -4,7 +4,7 @@
 //! queued-events figure never underflows.
 //!
 //! The slot here is the table's without its body and free-list link: the
-//! real state word, [`Figures`] and [`QueueCounts`] (and, for the queued
+//! real state word, [`Figures`], [`TimerCount`] and [`QueueCounts`] (and, for the queued
 //! figure, a real [`Mailbox`]). The writers call them in the order the
 //! scheduler does (`Table::insert`, `Local::run_task`, `Local::step`,
 //! `Local::close`, `Shared::deliver`); the reader is the dump's own
@@ -39,13 +39,14 @@ use loom::sync::Arc;
 use loom::thread;
 use stepsched::mpsc::Mailbox;
 use stepsched::process::state::{AfterStep, Lifecycle, Park, Start, StateWord};
-use stepsched::sched::figures::{Entry, Figures, QueueCounts};
+use stepsched::sched::figures::{Entry, Figures, QueueCounts, TimerCount};
 use stepsched_loom_tests::Gate;
 
 /// A process slot as the dump sees it.
 struct Slot {
     state: StateWord,
     figures: Figures,
+    timers: TimerCount,
     counts: QueueCounts,
 }
 
@@ -54,6 +55,7 @@ impl Slot {
         Arc::new(Slot {
             state: StateWord::new(),
             figures: Figures::new(),
+            timers: TimerCount::new(),
             counts: QueueCounts::new(),
         })
     }
@@ -80,26 +82,39 @@ impl Slot {
         self.state.end_step(park)
     }
 
-    /// `Local::close` and `Table::remove`: complete, then free (the
-    /// generation bump).
+    /// `Local::publish_timer_count`: by the holder, after a step (from
+    /// `apply_timers`, before `end_step`) or in `close`; it stores only a
+    /// count that changed.
+    fn publish_timers(&self, pending: u32) {
+        if self.timers.published() != pending {
+            self.timers.publish(pending);
+        }
+    }
+
+    /// `Local::close` and `Table::remove`: complete, zero the timer count
+    /// (its timers cancelled), then free (the generation bump).
     fn close(&self) -> u32 {
         self.state.complete();
+        self.publish_timers(0);
         self.state.free()
     }
 }
 
 /// Incarnation 1 (generation 0) is created (stamp 1000) and runs two steps
-/// on worker 1 (stamps 1001 to 1003), the second still running, before the
-/// race. Then one thread closes it and frees the slot, creates incarnation
-/// 2 (generation 1, stamp 2000), sends it one event (its `count_push`), and
-/// runs its first step on worker 2 (stamps 2001, 2002; it parks Idle),
-/// while the dump reads the slot once: from the start, or once the writer
-/// has passed milestone 1 to 4 (freed the slot, created incarnation 2,
-/// begun or ended its step). Every figure names its incarnation: a
-/// generation-0 entry must be exactly incarnation 1's running second step
-/// (2 steps, worker 1, stamp 1003, no event queued); a generation-1 entry
+/// on worker 1 (stamps 1001 to 1003; its first step sets 2 timers), the
+/// second still running, before the race. Then one thread closes it (its
+/// timer count zeroed) and frees the slot, creates incarnation 2
+/// (generation 1, stamp 2000), sends it one event (its `count_push`), and
+/// runs its first step on worker 2 (stamps 2001, 2002; it sets 1 timer and
+/// parks Idle), while the dump reads the slot once: from the start, or once
+/// the writer has passed milestone 1 to 4 (freed the slot, created
+/// incarnation 2, begun its step and published its timer count, ended the
+/// step). Every figure names its incarnation: a generation-0 entry must be
+/// exactly incarnation 1's running second step (2 steps, worker 1, stamp
+/// 1003, no event queued, 2 timers or its close's 0); a generation-1 entry
 /// must hold only incarnation 2's values (at most 1 step, worker 2 once
-/// reported, a stamp from 2000 on, at most 1 event).
+/// reported, a stamp from 2000 on, at most 1 event, at most 1 timer: never
+/// incarnation 1's 2, and its own 1 once Idle).
 ///
 /// Kills these ordering mutants (each weakened by hand or by
 /// `cargo xtask mutate`, the model fails with the assertion below):
@@ -120,7 +135,12 @@ impl Slot {
 ///   no longer carries its `ran_on`);
 /// - `QueueCounts::count_push::pushed.fetch_add#0:Release->Relaxed` and
 ///   `QueueCounts::queued::pushed.load#0:Acquire->Relaxed`: a
-///   generation-0 entry counts the event sent to incarnation 2.
+///   generation-0 entry counts the event sent to incarnation 2;
+/// - `TimerCount::publish::pending.store#0:Release->Relaxed` and
+///   `Entry::read::pending.load#0:Acquire->Relaxed`: a generation-0 entry
+///   (incarnation 1's running step) shows incarnation 2's 1 timer (from
+///   the start: the writer's `published` load before its store does not
+///   hide the dump's load here, measured by weakening each by hand).
 #[test]
 fn an_entry_never_pairs_a_pid_with_another_incarnations_figures() {
     for start in 0..=4 {
@@ -132,6 +152,7 @@ fn reuse_against_one_read(start: usize) {
     let slot = Slot::new();
     assert_eq!(slot.create(1000), 0);
     slot.begin_step(1, 1001);
+    slot.publish_timers(2); // its first step set two timers
     assert_eq!(slot.end_step(Park::Continue, 1002), AfterStep::Requeue);
     slot.begin_step(1, 1003);
 
@@ -148,6 +169,7 @@ fn reuse_against_one_read(start: usize) {
             slot.counts.count_push();
             gate.pass(2);
             slot.begin_step(2, 2001);
+            slot.publish_timers(1); // its first step sets one timer
             gate.pass(3);
             assert_eq!(slot.end_step(Park::Idle, 2002), AfterStep::Parked);
             gate.pass(4);
@@ -155,7 +177,7 @@ fn reuse_against_one_read(start: usize) {
     };
 
     gate.wait(start);
-    let entry = Entry::read(&slot.state, &slot.figures, Some(&slot.counts));
+    let entry = Entry::read(&slot.state, &slot.figures, &slot.timers, Some(&slot.counts));
     worker.join().unwrap();
 
     let Some(entry) = entry else { return };
@@ -171,6 +193,12 @@ fn reuse_against_one_read(start: usize) {
             );
             assert_eq!(entry.changed_at, 1003, "incarnation 2's stamp: {entry:?}");
             assert_eq!(entry.queued, Some(0), "incarnation 2's event: {entry:?}");
+            // Its own two timers, or the 0 its close stored after `complete`
+            // (the entry's lifecycle is from the first read).
+            assert!(
+                matches!(entry.timers, 0 | 2),
+                "incarnation 2's timer count: {entry:?}"
+            );
         }
         1 => {
             assert!(entry.steps <= 1, "incarnation 1's step count: {entry:?}");
@@ -190,9 +218,14 @@ fn reuse_against_one_read(start: usize) {
                 // Running or Idle: it has run on worker 2.
                 assert_eq!(entry.last_worker, Some(2), "{entry:?}");
             }
+            // 0 (the close's, before the free) or its own 1, never
+            // incarnation 1's 2.
+            assert!(entry.timers <= 1, "incarnation 1's timer count: {entry:?}");
             if lifecycle == Lifecycle::Idle {
-                // Its step was counted before it parked.
+                // Its step was counted, and its timer published, before it
+                // parked.
                 assert_eq!(entry.steps, 1, "{entry:?}");
+                assert_eq!(entry.timers, 1, "{entry:?}");
             }
         }
         _ => panic!("no such generation: {entry:?}"),

@@ -3,8 +3,10 @@
 //! A dump must never stop the world, nor wait for a worker (tokio's task
 //! dump once deadlocked with its workers). This one reads only atomics:
 //! for every slot of the process table, its state word, step count,
-//! last worker and the coarse time of its last transition. It never takes a
-//! lock a worker takes and never touches a process's `Body`, which belongs
+//! last worker, the coarse time of its last transition and its pending
+//! timer count (and the monitor and link counts, Relaxed figures that may
+//! lag by a step). It never takes a lock a worker takes and never touches
+//! a process's `Body`, which belongs
 //! to the worker running it. The price is that an entry is not one instant:
 //! its fields are read one after the other while the process moves on.
 //!
@@ -131,24 +133,21 @@ impl<P: Process> Scheduler<P> {
         let mut dump = Vec::with_capacity(shared.table.live());
         for slot in shared.table.slots() {
             let counts = shared.config.count_queued.then_some(&slot.counts);
-            // Read between two state words of one generation (the first
-            // here, the second in `Entry::read`), so it is this
-            // incarnation's: Acquire pairs with the holder's Release store
-            // (`worker/timers.rs`), which follows its `activate`; the count
-            // is zeroed before the slot is freed.
+            // The link counts are read between two state words of one
+            // generation (the first here, the second in `Entry::read`).
             let before = slot.state.load().generation();
-            let timers = slot.timers.load(crate::sync::Ordering::Acquire);
-            // The incarnation rule is in `Entry::read` (`figures.rs`).
             // Relaxed: a figure (see `Slot::link_counts`), read before the
             // entry; it may lag the process.
             let link_counts = slot.link_counts.load(Ordering::Relaxed);
-            let Some(entry) = Entry::read(&slot.state, &slot.figures, counts) else {
+            // The incarnation rule for the other figures is in `Entry::read`
+            // (`figures.rs`).
+            let Some(entry) = Entry::read(&slot.state, &slot.figures, &slot.timers, counts) else {
                 continue;
             };
-            let (monitors, monitored_by, links) = unpack_counts(link_counts);
             if entry.state.generation() != before {
                 continue;
             }
+            let (monitors, monitored_by, links) = unpack_counts(link_counts);
             dump.push(ProcessInfo {
                 pid: Pid::new(slot.index(), entry.state.generation()),
                 state: entry.state.lifecycle(),
@@ -159,7 +158,7 @@ impl<P: Process> Scheduler<P> {
                 monitors,
                 monitored_by,
                 links,
-                timers,
+                timers: entry.timers,
             });
         }
         dump

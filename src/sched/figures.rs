@@ -1,9 +1,10 @@
-//! A slot's figures for the process dump ([`Figures`], [`QueueCounts`]), and
-//! the dump's read of one slot ([`Entry::read`]).
+//! A slot's figures for the process dump ([`Figures`], [`TimerCount`],
+//! [`QueueCounts`]), and the dump's read of one slot ([`Entry::read`]).
 //!
 //! Every process slot of the table (`table.rs`) carries, besides its state
-//! word, its process's step count, the worker that last ran it and the
-//! coarse time of its last transition, and (opt-in) two event counters. The
+//! word, its process's step count, the worker that last ran it, the coarse
+//! time of its last transition and its pending-timer count, and (opt-in)
+//! two event counters. The
 //! holder of the process and the parties that make its transitions write
 //! them; `Scheduler::processes` (`dump.rs`) reads them from any thread,
 //! without a lock and without waiting for anyone. This file holds both
@@ -23,7 +24,8 @@
 //!   incarnation is stored with Release after (in happens-before) the
 //!   `free` that bumped the generation to it: by its creator (`reset`,
 //!   before `activate`), by its workers (which took it through the state
-//!   word's CASes), or by a sender that read its generation (`count_push`).
+//!   word's CASes; the timer count's `publish` too), or by a sender that
+//!   read its generation (`count_push`).
 //!   A load that returns such a value synchronises with its store, so the
 //!   `free` happens before the second state load, which (read-read
 //!   coherence) returns the new generation or a later one: dropped.
@@ -34,8 +36,11 @@
 //!   resets or later values. Its last worker is reported only once it has
 //!   run: a step counted (`count_step`'s Release follows `ran_on`'s store
 //!   in the worker's program order) or the state Running (`ran_on` comes
-//!   before the `start` CAS the state load read). The queued counters are
-//!   never reset (below), so they have no such direction.
+//!   before the `start` CAS the state load read). The timer count needs no
+//!   reset: whoever held the previous incarnation last published 0 before
+//!   the `free` (`close`), so that 0, too, happens before `activate`. The
+//!   queued counters are never reset (below), so they have no such
+//!   direction.
 //!
 //! Within one incarnation an entry is not one instant: its fields are read
 //! one after the other while the process moves on.
@@ -237,6 +242,65 @@ impl Default for QueueCounts {
     }
 }
 
+/// A slot's pending-timer count, for the dump: how many timers and command
+/// timeouts its process has pending (`Body::timers().len()`), as of the
+/// holder's last change.
+///
+/// One writer at a time: the party holding the process, in
+/// [`publish`](TimerCount::publish) (`Local::publish_timer_count`), after
+/// each step that changed its timers (by the step's timer operations, or
+/// by its events: a timer's that fired, a command's completion that
+/// cancelled its timeout), and with 0 by `close` before the slot is freed,
+/// so a new incarnation starts at 0 with no reset of its own.
+/// Read (Acquire) by [`Entry::read`], under the incarnation rule (module
+/// docs).
+#[derive(Debug)]
+pub struct TimerCount {
+    pending: AtomicU32,
+}
+
+impl TimerCount {
+    /// No timer pending.
+    pub fn new() -> Self {
+        TimerCount {
+            pending: AtomicU32::new(0),
+        }
+    }
+
+    /// Publishes that the process has `n` timers pending. Only the party
+    /// holding the process calls it: the worker after a step that changed
+    /// its timers, and `close` (with 0) before the slot is freed.
+    #[inline]
+    pub fn publish(&self, n: u32) {
+        // Release: pairs with the Acquire load in `Entry::read`, as in
+        // `Figures::stamp`: a count of a later incarnation (stored by its
+        // holder, after the `free` that bumped the generation to it) brings
+        // that bump with it, so the dump's re-read of the state word sees
+        // the new generation and drops the entry (the incarnation rule's
+        // first direction). The second needs nothing here: the previous
+        // holder's 0 precedes the slot's `free` in its program order, and
+        // `activate`'s Release CAS publishes it with the new process. A
+        // plain `mov` on x86_64.
+        self.pending.store(n, Ordering::Release);
+    }
+
+    /// The count last published, for the party holding the process (to
+    /// skip a store that would change nothing).
+    #[inline]
+    pub fn published(&self) -> u32 {
+        // Relaxed: only the holder writes it, and successive holders are
+        // ordered by the state word's CASes (as in `count_step`), so this
+        // reads the caller's own last store or its predecessor's.
+        self.pending.load(Ordering::Relaxed)
+    }
+}
+
+impl Default for TimerCount {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 /// One slot as the dump reads it: a live process's state and figures, all
 /// of one incarnation (module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -251,6 +315,8 @@ pub struct Entry {
     pub last_worker: Option<usize>,
     /// The coarse time of its last transition.
     pub changed_at: u64,
+    /// Timers it has pending ([`TimerCount`]).
+    pub timers: u32,
     /// Events in its mailbox ([`QueueCounts::queued`]), if `counts` was
     /// given.
     pub queued: Option<u32>,
@@ -259,11 +325,13 @@ pub struct Entry {
 impl Entry {
     /// Reads the slot whose state word is `state`: `None` if it holds no
     /// live process (Free or Complete), or if its process ended while it
-    /// was read (the generation changed). `counts`: the slot's queued
-    /// counters, if the scheduler maintains them.
+    /// was read (the generation changed). `timers`: the slot's pending-timer
+    /// count; `counts`: its queued counters, if the scheduler maintains
+    /// them.
     pub fn read(
         state: &StateWord,
         figures: &Figures,
+        timers: &TimerCount,
         counts: Option<&QueueCounts>,
     ) -> Option<Entry> {
         // Acquire (inside `load`): pairs with the Release half of the CAS
@@ -274,12 +342,13 @@ impl Entry {
             return None;
         }
         // Acquire: pairs with the Release stores in `reset`, `count_step`,
-        // `ran_on` and `stamp`: a value of a later incarnation brings its
-        // `free` with it, and the re-read below sees the new generation
-        // (the first direction in the module docs).
+        // `ran_on`, `stamp` and `TimerCount::publish`: a value of a later
+        // incarnation brings its `free` with it, and the re-read below sees
+        // the new generation (the first direction in the module docs).
         let steps = figures.steps.load(Ordering::Acquire);
         let worker = figures.last_worker.load(Ordering::Acquire);
         let changed_at = figures.changed_at.load(Ordering::Acquire);
+        let pending = timers.pending.load(Ordering::Acquire);
         // Acquire loads inside (see `QueueCounts::queued`).
         let queued = counts.map(QueueCounts::queued);
         let after = state.load();
@@ -291,6 +360,7 @@ impl Entry {
             steps,
             last_worker: (steps > 0 || before.lifecycle() == Lifecycle::Running).then_some(worker),
             changed_at,
+            timers: pending,
             queued,
         })
     }

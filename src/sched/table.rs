@@ -29,7 +29,7 @@ use crate::sync::{AtomicU32, AtomicU64, Ordering, UnsafeCell};
 use core::ptr::NonNull;
 
 use super::bound::Bound;
-use super::figures::{Figures, QueueCounts};
+use super::figures::{Figures, QueueCounts, TimerCount};
 use super::join::Joiner;
 use super::links::{Links, Signal};
 use super::outside::Inbox;
@@ -165,10 +165,9 @@ pub(crate) struct Slot<P: Process> {
     /// it may lag by a step, and is 0 for a process that never used links).
     pub(crate) link_counts: AtomicU64,
     /// Pending timers of the process (`Body::timers.len()`), for the
-    /// process dump. Stored (Release) by the holder after each change, and
-    /// zeroed by `close` before the slot is freed; loaded (Acquire) by the
-    /// dump between two reads of the state word (`dump.rs`).
-    pub(crate) timers: AtomicU32,
+    /// process dump: published by the holder, zeroed before the slot is
+    /// freed, read by the dump; see [`TimerCount`] (`figures.rs`).
+    pub(crate) timers: TimerCount,
 }
 
 // SAFETY: `body` is only accessed by the one thread that holds the process
@@ -199,7 +198,7 @@ impl<P: Process> Slot<P> {
             next_free: AtomicU32::new(0),
             index,
             link_counts: AtomicU64::new(0),
-            timers: AtomicU32::new(0),
+            timers: TimerCount::new(),
         }
     }
 

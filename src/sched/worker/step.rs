@@ -524,8 +524,10 @@ impl<P: Process> Local<P> {
             body.pending.clear();
             if !body.timers().is_empty() {
                 self.cancel_all_timers(body);
-                self.publish_timer_count(body, slot);
             }
+            // Zeroed even with no record left: this step's event may have
+            // taken the last one (a timer that fired) after the count.
+            self.publish_timer_count(body, slot);
             let (outside, links) = match body.extra.take() {
                 Some(extra) => (extra.outside, extra.links),
                 None => (None, None),

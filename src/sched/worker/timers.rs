@@ -18,6 +18,13 @@ impl<P: Process> Local<P> {
     /// hold), in call order. New timers go into this worker's own wheel.
     pub(super) fn apply_timers(&mut self, pid: Pid, body: &mut Body<P>, slot: &Slot<P>) {
         if self.effects.timers.is_empty() {
+            // The step's events may have taken records out without an
+            // operation (`collect_events`: a timer or timeout that fired, a
+            // command that completed before its timeout). Only a body with
+            // an extra ever had a record.
+            if body.extra.is_some() {
+                self.publish_timer_count(body, slot);
+            }
             return;
         }
         let mut ops = core::mem::take(&mut self.effects.timers);
@@ -83,13 +90,15 @@ impl<P: Process> Local<P> {
         }
     }
 
-    /// Stores the process's pending timer count for the dump.
+    /// Stores the process's pending timer count for the dump, if it changed
+    /// (its ordering: `TimerCount::publish`, `figures.rs`). Only the holder
+    /// calls it: after a step, and in `close` (then with 0) before the slot
+    /// is freed.
     pub(super) fn publish_timer_count(&self, body: &Body<P>, slot: &Slot<P>) {
-        // Release: pairs with the dump's Acquire load, which it makes
-        // follow this incarnation's `activate` (the incarnation rule,
-        // `dump.rs`). Only the holder writes it.
-        slot.timers
-            .store(body.timers().len() as u32, Ordering::Release);
+        let pending = body.timers().len() as u32;
+        if slot.timers.published() != pending {
+            slot.timers.publish(pending);
+        }
     }
 
     /// Cancels the pending timer (`timeout`: command timeout) `tag`, if any.
