@@ -371,7 +371,8 @@ fn send_after_reaches_its_process_or_on_undelivered() {
 
     // One that ends first: the message goes to `on_undelivered` (unless
     // the machine stalled 50 ms between the two calls below: then the
-    // process saw it first).
+    // process saw it first; under Miri, whose clock runs by the
+    // instruction, the timer may also fire as the process ends).
     let (quitter, quitter_log) = script(|seen, out| {
         if seen.contains(&Seen::Message(Msg::Text("stop"))) {
             out.done(());
@@ -384,12 +385,10 @@ fn send_after_reaches_its_process_or_on_undelivered() {
         .unwrap();
     scheduler.send(pid, Msg::Text("stop")).unwrap();
     quitter.join().unwrap();
-    if !seen(&quitter_log).contains(&Seen::Message(Msg::Text("too late"))) {
-        wait_until("the late message is reported", || {
-            !lost.lock().unwrap().is_empty()
-        });
-        assert_eq!(*lost.lock().unwrap(), vec![(pid, Msg::Text("too late"))]);
-    }
+    // It is not the process's own timer: its end does not cancel it.
+    wait_until("the late message's timer fires", || {
+        scheduler.stats().timers.fired == 2
+    });
 
     // Refused at once, message handed back: finished, never issued.
     let refused = scheduler
@@ -407,6 +406,26 @@ fn send_after_reaches_its_process_or_on_undelivered() {
         refused,
         stepsched::sched::SendError::NoSuchProcess(Msg::Text("y"))
     ));
+
+    // The fired message is reported when the timer finds the process
+    // ended, or by the worker that closes it; but if its push raced the end
+    // (the process ended after `deliver`'s check, and the closing worker
+    // drained the mailbox before the push), it waits there, reported when
+    // the slot is next used or at the end of shutdown
+    // (`Shared::report_stranded`). Under Miri 3 to 6 seeds of 16 take that
+    // path: waiting for the report without the shutdown hung.
+    let reported_before = lost.lock().unwrap().len();
+    assert!(!scheduler.shutdown(common::ms(5_000)).timed_out);
+    eprintln!(
+        "reported before the shutdown: {reported_before}; seen by the process: {}",
+        seen(&quitter_log).contains(&Seen::Message(Msg::Text("too late")))
+    );
+    let lost = lost.lock().unwrap();
+    if seen(&quitter_log).contains(&Seen::Message(Msg::Text("too late"))) {
+        assert!(lost.is_empty(), "delivered and reported: {lost:?}");
+    } else {
+        assert_eq!(*lost, vec![(pid, Msg::Text("too late"))]);
+    }
 }
 
 #[test]
