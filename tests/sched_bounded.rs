@@ -32,7 +32,13 @@ const ATTEMPTS: u64 = if cfg!(miri) {
 };
 /// Messages each in-scheduler sender gets through.
 const FROM_STEPS: u64 = if cfg!(miri) { 200 } else { 20_000 };
-const CAPACITY: u32 = 1_000;
+/// The sink's capacity: below what the two senders send while it holds
+/// (under Miri too), so that steps' sends are refused.
+const CAPACITY: u32 = if cfg!(miri) { 50 } else { 1_000 };
+/// Messages a sender sends a step. Small under Miri: while the mailbox is
+/// full, a sender's steps send bursts that all come back refused, and Miri
+/// interprets each.
+const BURST: u64 = if cfg!(miri) { 10 } else { 500 };
 /// The stream of the message that tells the sink how many to expect.
 const CONTROL: u64 = 3;
 
@@ -248,7 +254,7 @@ fn a_flooded_bounded_mailbox_loses_nothing_and_refuses_back_to_the_sender() {
                 n: FROM_STEPS,
                 sent: 0,
                 refused: 0,
-                burst: 500,
+                burst: BURST,
                 refusals,
             };
             scheduler.submit_joinable(Node(role), "", ()).unwrap()
@@ -414,7 +420,9 @@ fn options_override_the_builders_default_and_zero_is_refused() {
         Err(SendError::Full(_))
     ));
     let (unbounded, _) = holder(&scheduler, &held, SpawnOptions::new().unbounded_mailbox());
-    for seq in 0..10_000 {
+    // Far past the builder's capacity of 1 (each send is slow under Miri).
+    let n = if cfg!(miri) { 500 } else { 10_000 };
+    for seq in 0..n {
         scheduler.send(unbounded, (0, seq)).unwrap();
     }
     assert!(!scheduler.shutdown(common::ms(5_000)).timed_out);

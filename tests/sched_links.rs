@@ -253,17 +253,21 @@ fn a_monitor_set_with_the_spawn_sees_the_childs_real_end() {
     }
 }
 
+/// A chain of 1,000; of 50 under Miri (1,000 took it 100 s under Stacked
+/// Borrows, over 6 min under Tree Borrows): the exit still travels link by
+/// link, through steps on both workers.
 #[test]
-fn a_link_chain_of_1000_dies_from_its_head() {
+fn a_link_chain_dies_from_its_head() {
     let s = scheduler();
     let log = Arc::new(Log::default());
-    let chain: Vec<JoinHandle<Node>> = (0..1000).map(|_| spawn(&s, &log)).collect();
+    let n = if cfg!(miri) { 50 } else { 1000 };
+    let chain: Vec<JoinHandle<Node>> = (0..n).map(|_| spawn(&s, &log)).collect();
     for pair in chain.windows(2) {
         s.send(pair[1].pid(), Msg::Link(pair[0].pid())).unwrap();
     }
     wait_until("every link is set", || {
         let dump = s.processes();
-        dump.iter().map(|p| p.links as usize).sum::<usize>() == 2 * 999
+        dump.iter().map(|p| p.links as usize).sum::<usize>() == 2 * (n - 1)
     });
     s.send(chain[0].pid(), Msg::Fail).unwrap();
     let mut outcomes = chain.into_iter().map(JoinHandle::join);

@@ -208,54 +208,81 @@ fn wake_at_an_instant_that_passed_fires_at_once_through_an_event() {
 #[test]
 fn a_cancelled_timer_never_reaches_its_process() {
     let scheduler = scheduler(2);
-    // Set by the test once timer 3 has fired, while step 2 still runs.
+    // How many timers have fired, as the test last read the stats.
     let fired = Arc::new(AtomicUsize::new(0));
     let go = Arc::clone(&fired);
-    let mut step = 0;
+    // Timers to catch that fired before the step meant to cancel them
+    // began (see below); the last one to catch has tag `3 + early`.
+    let early = Arc::new(AtomicUsize::new(0));
+    let early_count = Arc::clone(&early);
+    let mut catching = 3;
+    let mut started = false;
+    let mut cancelled = false;
     let (process, log) = script(move |seen, out| {
-        step += 1;
-        match step {
-            1 => {
-                // Cancelled in the step that set it.
-                out.wake_after(1, ms(1));
-                out.cancel_timer(1);
-                // Cancelled before it fires.
-                out.wake_after(2, Duration::from_secs(60));
-                // Fires while the next step runs (the other worker fires
-                // it: this one is busy), then is cancelled: its event is in
-                // the mailbox already and must be dropped.
-                out.wake_after(3, ms(1));
-                out.set_status(stepsched::process::Status::Continue);
+        if !started {
+            started = true;
+            // Cancelled in the step that set it.
+            out.wake_after(1, ms(1));
+            out.cancel_timer(1);
+            // Cancelled before it fires.
+            out.wake_after(2, Duration::from_secs(60));
+            // To catch: fires while the next step runs (the other worker
+            // fires it: this one is busy), then is cancelled: its event is
+            // in the mailbox already and must be dropped. Its delay is
+            // scaled under Miri, whose clock runs by the instruction: the
+            // 10 ms of a native run pass there before the next step begins.
+            out.wake_after(catching, common::ms(10));
+            out.set_status(stepsched::process::Status::Continue);
+        } else if cancelled {
+            if seen.contains(&Seen::Message(Msg::Text("end"))) {
+                out.done(());
             }
-            2 => {
-                let deadline = Instant::now() + Duration::from_secs(60);
-                while go.load(Ordering::Acquire) == 0 && Instant::now() < deadline {
-                    thread::sleep(ms(1));
-                }
-                out.cancel_timer(2);
-                out.cancel_timer(3);
+        } else if seen.contains(&Seen::Timer(catching)) {
+            // It fired before this step began (a stalled machine, or Miri,
+            // whose clock runs by the instruction): rightly delivered, as
+            // nothing cancelled it yet, and it proves nothing. Again, with
+            // the next tag.
+            early_count.fetch_add(1, Ordering::Relaxed);
+            catching += 1;
+            out.wake_after(catching, common::ms(10));
+            out.set_status(stepsched::process::Status::Continue);
+        } else {
+            // Wait, in the step, for the timer to fire: timers 3 to
+            // `catching` all have then.
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while go.load(Ordering::Acquire) < (catching - 2) as usize && Instant::now() < deadline
+            {
+                thread::sleep(ms(1));
             }
-            _ => {
-                if seen.contains(&Seen::Message(Msg::Text("end"))) {
-                    out.done(());
-                }
-            }
+            out.cancel_timer(2);
+            out.cancel_timer(catching);
+            cancelled = true;
         }
     });
     let handle = scheduler.submit_joinable(process, "cancel", ()).unwrap();
-    wait_until("timer 3 fires", || scheduler.stats().timers.fired == 1);
-    fired.store(1, Ordering::Release);
-    wait_until("both cancels", || scheduler.stats().timers.cancelled == 2);
+    wait_until("a timer to catch fires, and both cancels", || {
+        let timers = scheduler.stats().timers;
+        fired.store(timers.fired as usize, Ordering::Release);
+        timers.cancelled == 2
+    });
     scheduler.send(handle.pid(), Msg::Text("end")).unwrap();
     handle.join().unwrap();
-    assert_eq!(seen(&log), vec![Seen::Message(Msg::Text("end"))]);
+    let early = early.load(Ordering::Relaxed);
+    eprintln!("{early} timers to catch fired before their step");
+    let mut expected: Vec<Seen> = (3..3 + early as u64).map(Seen::Timer).collect();
+    expected.push(Seen::Message(Msg::Text("end")));
+    assert_eq!(seen(&log), expected, "the caught timer never came");
     let stats = scheduler.stats();
     assert_eq!(
         stats.undelivered, 0,
         "a dropped timer event is not undelivered"
     );
     assert_eq!(stats.timers.cancelled, 2, "timers 1 and 2 left the wheel");
-    assert_eq!(stats.timers.fired, 1, "timer 3 fired (and was dropped)");
+    assert_eq!(
+        stats.timers.fired,
+        early as u64 + 1,
+        "the caught timer fired (and was dropped)"
+    );
 }
 
 #[test]
@@ -344,7 +371,8 @@ fn send_after_reaches_its_process_or_on_undelivered() {
 
     // One that ends first: the message goes to `on_undelivered` (unless
     // the machine stalled 50 ms between the two calls below: then the
-    // process saw it first).
+    // process saw it first; under Miri, whose clock runs by the
+    // instruction, the timer may also fire as the process ends).
     let (quitter, quitter_log) = script(|seen, out| {
         if seen.contains(&Seen::Message(Msg::Text("stop"))) {
             out.done(());
@@ -357,12 +385,10 @@ fn send_after_reaches_its_process_or_on_undelivered() {
         .unwrap();
     scheduler.send(pid, Msg::Text("stop")).unwrap();
     quitter.join().unwrap();
-    if !seen(&quitter_log).contains(&Seen::Message(Msg::Text("too late"))) {
-        wait_until("the late message is reported", || {
-            !lost.lock().unwrap().is_empty()
-        });
-        assert_eq!(*lost.lock().unwrap(), vec![(pid, Msg::Text("too late"))]);
-    }
+    // It is not the process's own timer: its end does not cancel it.
+    wait_until("the late message's timer fires", || {
+        scheduler.stats().timers.fired == 2
+    });
 
     // Refused at once, message handed back: finished, never issued.
     let refused = scheduler
@@ -380,6 +406,26 @@ fn send_after_reaches_its_process_or_on_undelivered() {
         refused,
         stepsched::sched::SendError::NoSuchProcess(Msg::Text("y"))
     ));
+
+    // The fired message is reported when the timer finds the process
+    // ended, or by the worker that closes it; but if its push raced the end
+    // (the process ended after `deliver`'s check, and the closing worker
+    // drained the mailbox before the push), it waits there, reported when
+    // the slot is next used or at the end of shutdown
+    // (`Shared::report_stranded`). Under Miri 3 to 6 seeds of 16 take that
+    // path: waiting for the report without the shutdown hung.
+    let reported_before = lost.lock().unwrap().len();
+    assert!(!scheduler.shutdown(common::ms(5_000)).timed_out);
+    eprintln!(
+        "reported before the shutdown: {reported_before}; seen by the process: {}",
+        seen(&quitter_log).contains(&Seen::Message(Msg::Text("too late")))
+    );
+    let lost = lost.lock().unwrap();
+    if seen(&quitter_log).contains(&Seen::Message(Msg::Text("too late"))) {
+        assert!(lost.is_empty(), "delivered and reported: {lost:?}");
+    } else {
+        assert_eq!(*lost, vec![(pid, Msg::Text("too late"))]);
+    }
 }
 
 #[test]

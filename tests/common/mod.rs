@@ -76,6 +76,20 @@ impl<P: Process> Default for Held<P> {
     }
 }
 
+/// Drops the completers still held, with the test's `Held`: the handler
+/// inside the scheduler shares this list, and each completer holds the
+/// scheduler, a cycle that would leak both (Miri's leak check reports it).
+/// Dropped, a completer completes its command with `Dropped`, or finds its
+/// process gone.
+impl<P: Process> Drop for Held<P> {
+    fn drop(&mut self) {
+        // Taken out first: the last completer may drop the scheduler, and
+        // with it the handler's clone of this list.
+        let held = std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()));
+        drop(held);
+    }
+}
+
 impl<P: Process> Held<P> {
     /// A handler (for `Builder::handler`) that keeps every completer here.
     pub fn handler(&self) -> impl Fn(P::Command, Completer<P>) + Send + Sync + 'static {
