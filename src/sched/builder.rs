@@ -331,7 +331,12 @@ impl<P: Process> Builder<P> {
     ///
     /// It runs on the worker that found the event (while it holds the
     /// process the event was for, or closes it), or at the end of
-    /// [`Scheduler::shutdown`] on its caller's thread. If it panics, the
+    /// [`Scheduler::shutdown`] on its caller's thread. An event whose
+    /// delivery raced its target's end (accepted, then queued after the
+    /// closing worker's last look at the mailbox) waits in the slot until
+    /// the next process there finds it, or until the shutdown: reported
+    /// late, with no bound on how late in a scheduler whose slot is not
+    /// reused, but never lost. If it panics, the
     /// panic is contained and counted in
     /// [`Stats::hook_panics`](super::Stats::hook_panics), the event is
     /// dropped (it is counted in [`Stats::undelivered`](super::Stats::undelivered)

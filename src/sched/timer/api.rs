@@ -33,7 +33,9 @@ impl<P: Process> Scheduler<P> {
     /// ([`Builder::mailbox_capacity`](crate::sched::Builder::mailbox_capacity):
     /// no one is left to hand it back to), the message goes to `on_undelivered`
     /// ([`Builder::on_undelivered`](crate::sched::Builder::on_undelivered)),
-    /// as does one still waiting when the scheduler shuts down.
+    /// as does one still waiting when the scheduler shuts down. (If it fires
+    /// just as the process ends, it may reach `on_undelivered` only when
+    /// the slot is reused or at shutdown: see that hook.)
     ///
     /// # Errors
     ///
