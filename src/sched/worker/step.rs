@@ -522,15 +522,17 @@ impl<P: Process> Local<P> {
             // the borrow ends with this block, before `remove`.
             let body = unsafe { slot.body() };
             body.pending.clear();
-            if !body.timers().is_empty() {
+            // Only a body with an extra part ever had timers (or a count).
+            let (outside, links) = if body.extra.is_some() {
                 self.cancel_all_timers(body);
-            }
-            // Zeroed even with no record left: this step's event may have
-            // taken the last one (a timer that fired) after the count.
-            self.publish_timer_count(body, slot);
-            let (outside, links) = match body.extra.take() {
-                Some(extra) => (extra.outside, extra.links),
-                None => (None, None),
+                // Zeroed even with no record left: this step's event may
+                // have taken the last one (a timer that fired) after the
+                // count.
+                self.publish_timer_count(body, slot);
+                let extra = body.extra.take().expect("checked above");
+                (extra.outside, extra.links)
+            } else {
+                (None, None)
             };
             (
                 body.process.take(),
@@ -543,9 +545,11 @@ impl<P: Process> Local<P> {
         // Events the last step left or was not given: reported like those
         // still queued, except the cancels the scheduler itself made and
         // the `Down`s of its monitors.
-        for event in carried {
-            if !matches!(event, Event::Cancel(_) | Event::Down { .. }) {
-                self.shared.undelivered(pid, event);
+        if !carried.is_empty() {
+            for event in carried {
+                if !matches!(event, Event::Cancel(_) | Event::Down { .. }) {
+                    self.shared.undelivered(pid, event);
+                }
             }
         }
         if let Some(mut process) = process {
