@@ -138,6 +138,35 @@ impl<T> NodeCache<T> {
         self.limit
     }
 
+    /// Moves up to `n` nodes from this cache to `to`, as many as `to` has
+    /// room for; returns how many moved. Both caches are the caller's, so
+    /// a cache shared behind a lock can be refilled by the threads that
+    /// free nodes and drawn on by those that allocate them.
+    ///
+    /// ```
+    /// use stepsched::mpsc::{Mailbox, NodeCache};
+    ///
+    /// let m = Mailbox::new();
+    /// let mut mine = NodeCache::with_limit(8);
+    /// (0..4).for_each(|i| m.push(i));
+    /// // SAFETY: this thread is the only consumer.
+    /// unsafe { while m.pop_with(&mut mine).is_some() {} }
+    /// let mut theirs = NodeCache::with_limit(3);
+    /// assert_eq!(mine.give(&mut theirs, 10), 3); // theirs is full
+    /// assert_eq!((mine.len(), theirs.len()), (1, 3));
+    /// ```
+    pub fn give(&mut self, to: &mut NodeCache<T>, n: usize) -> usize {
+        let n = n.min(self.len).min(to.limit - to.len);
+        for _ in 0..n {
+            let node = self.take();
+            // SAFETY: `take` gave us a node of this cache (it is not empty:
+            // `n <= self.len`): ours alone, item-less, unreachable from any
+            // other thread; `to` has room, so `put` keeps it.
+            unsafe { to.put(node) };
+        }
+        n
+    }
+
     /// Returns an empty node with a null `next`: the top of the stack, or a
     /// new allocation if the stack is empty.
     pub(super) fn take(&mut self) -> *mut Node<T> {

@@ -37,6 +37,8 @@ mod builder;
 #[cfg(not(loom))]
 mod clock;
 #[cfg(not(loom))]
+mod depot;
+#[cfg(not(loom))]
 mod dump;
 #[cfg(not(loom))]
 mod error;

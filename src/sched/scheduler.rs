@@ -145,6 +145,7 @@ impl<P: Process> Scheduler<P> {
             blocking,
             hooks,
             room: super::bound::Room::new(),
+            depot: CachePadded(super::depot::Depot::new()),
             config,
             phase: super::phase::Phase::new(),
             submitted: AtomicU64::new(0),

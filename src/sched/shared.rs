@@ -6,6 +6,7 @@
 use super::blocking::{Pool, PoolConfig};
 use super::bound::Room;
 use super::clock::CoarseClock;
+use super::depot::Depot;
 use super::error::TerminateError;
 use super::global::GlobalQueue;
 use super::handler::Handlers;
@@ -197,6 +198,10 @@ pub(crate) struct Shared<P: Process> {
     pub(crate) hooks: Hooks<P>,
     /// Outside senders waiting for room in a bounded mailbox (`bound.rs`).
     pub(crate) room: Room,
+    /// Free mailbox nodes for senders outside the workers (`depot.rs`).
+    /// Padded: outside senders write its line on every send, and `phase`
+    /// is read on every delivery.
+    pub(crate) depot: CachePadded<Depot<Envelope<P>>>,
     pub(crate) config: Config,
     pub(crate) phase: Phase,
     pub(crate) submitted: AtomicU64,
@@ -424,7 +429,7 @@ impl<P: Process> Shared<P> {
         }
         match nodes {
             Some(nodes) => slot.events.push_with(envelope, nodes),
-            None => slot.events.push(envelope),
+            None => self.push_outside(slot, envelope),
         }
         match slot.state.notify(pid.generation(), kind) {
             Notify::Schedule => {
@@ -437,6 +442,12 @@ impl<P: Process> Shared<P> {
             // the next one to use the slot) reports it as undelivered.
             Notify::Finished | Notify::Stale => (None, false),
         }
+    }
+
+    /// Pushes `envelope` from a thread with no node cache, in a node from
+    /// the depot if it can give one at once, else in a new one.
+    fn push_outside(&self, slot: &Slot<P>, envelope: Envelope<P>) {
+        slot.events.push_with(envelope, &mut self.depot.take_one());
     }
 
     /// [`Shared::deliver`] from a thread that is not running this

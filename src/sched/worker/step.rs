@@ -316,6 +316,11 @@ impl<P: Process> Local<P> {
         if self.shared.config.count_queued {
             slot.count_drained(drained);
         }
+        if self.nodes.len() > self.nodes.limit() / 2 && self.shared.depot.is_hungry() {
+            // More than half full after the drain, and outside senders are
+            // allocating: what is above half goes to them (`depot.rs`).
+            self.shared.depot.refill(&mut self.nodes);
+        }
         full
     }
 
