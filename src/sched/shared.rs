@@ -429,7 +429,13 @@ impl<P: Process> Shared<P> {
         }
         match nodes {
             Some(nodes) => slot.events.push_with(envelope, nodes),
-            None => self.push_outside(slot, envelope),
+            // A message from a thread with no node cache: `Scheduler::send`
+            // and its kin, from outside the workers (`depot.rs`).
+            None if matches!(kind, Wake::Message) => self.push_outside(slot, envelope),
+            // A completion or a cancel, from a handler (often on a worker,
+            // where the allocator's thread cache makes a node cheap, and a
+            // shared depot would not be) or from shutdown.
+            None => slot.events.push(envelope),
         }
         match slot.state.notify(pid.generation(), kind) {
             Notify::Schedule => {
