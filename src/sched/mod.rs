@@ -33,6 +33,8 @@ mod global;
 #[cfg(not(loom))]
 mod blocking;
 #[cfg(not(loom))]
+mod body;
+#[cfg(not(loom))]
 mod builder;
 #[cfg(not(loom))]
 mod clock;
