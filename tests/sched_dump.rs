@@ -22,7 +22,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use stepsched::process::state::Lifecycle;
-use stepsched::process::{Event, NoCommand, Process, Status, StepOutput};
+use stepsched::process::{Event, NoCommand, Pid, Process, Status, StepOutput};
 use stepsched::sched::{ProcessInfo, Scheduler};
 
 /// Idles until it is sent `n`, then continues `n` times and finishes.
@@ -451,11 +451,11 @@ fn events_left_at_close_are_uncounted_before_the_slot_is_reused() {
 }
 
 /// Sets a timer in its first step, then idles. On its timer it ends (if
-/// `ends`) or idles with none pending. A parent (`spawner`) instead spawns
-/// one on each message `n`: ending on its timer if `n == 1`, without a timer
-/// otherwise (a plain idler).
+/// `ends`) or idles with none pending. A parent (`spawner`, which records
+/// the PIDs it spawns) instead spawns one on each message `n`: ending on
+/// its timer if `n == 1`, without a timer otherwise (a plain idler).
 struct Ticker {
-    spawner: bool,
+    spawner: Option<Arc<std::sync::Mutex<Vec<Pid>>>>,
     timer: bool,
     ends: bool,
     started: bool,
@@ -464,7 +464,7 @@ struct Ticker {
 impl Ticker {
     fn new(timer: bool, ends: bool) -> Self {
         Ticker {
-            spawner: false,
+            spawner: None,
             timer,
             ends,
             started: false,
@@ -495,9 +495,12 @@ impl Process for Ticker {
         self.started = true;
         for event in events.drain(..) {
             match event {
-                Event::Message(n) if self.spawner => {
-                    out.spawn(Ticker::new(n == 1, true), "tick", ())
+                Event::Message(n) if self.spawner.is_some() => {
+                    let child = out
+                        .spawn(Ticker::new(n == 1, true), "tick", ())
                         .map_err(|e| format!("spawn: {e:?}"))?;
+                    let spawned = self.spawner.as_ref().expect("a spawner");
+                    spawned.lock().unwrap().push(child);
                 }
                 Event::Timer { tag: 7 } if self.ends => out.done(()),
                 Event::Timer { tag: 7 } => {}
@@ -535,16 +538,18 @@ fn a_timer_that_fired_is_no_longer_counted() {
 #[test]
 fn a_timer_count_is_not_inherited_by_the_next_process_in_the_slot() {
     let scheduler = Scheduler::<Ticker>::builder().workers(1).build().unwrap();
+    let spawned = Arc::new(std::sync::Mutex::new(Vec::new()));
     let mut parent = Ticker::new(false, false);
-    parent.spawner = true;
+    parent.spawner = Some(Arc::clone(&spawned));
     let parent = scheduler.submit(parent, "spawner", ()).unwrap();
     // The first child sets a timer and ends when it fires: its close frees
-    // the slot into the worker's cache.
+    // the slot into the worker's cache. (It may end before any dump sees
+    // it: its PID comes from the parent.)
     scheduler.send(parent, 1).unwrap();
-    wait_until("the first child to start", || {
-        scheduler.processes().len() == 2
+    wait_until("the first child to be spawned", || {
+        spawned.lock().unwrap().len() == 1
     });
-    let first = scheduler.processes()[1].pid;
+    let first = spawned.lock().unwrap()[0];
     wait_until("the first child to end", || scheduler.live() == 1);
     // The parent's step spawns the second child on that worker, which
     // reuses the freed slot; it never sets a timer.
