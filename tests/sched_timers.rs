@@ -314,9 +314,12 @@ fn a_process_that_ends_takes_its_timers_with_it() {
         pids.push(handle.pid());
         handles.push(handle);
     }
+    // Both timers are set in the first step; the 30 ms one may already
+    // have fired on a slow machine (under Miri it does), and the count
+    // then says 1.
     wait_until("the timers are set", || {
         let dump = scheduler.processes();
-        dump.len() == 20 && dump.iter().all(|p| p.timers == 2)
+        dump.len() == 20 && dump.iter().all(|p| p.timers >= 1 && p.steps >= 1)
     });
     // Half end by themselves, half are terminated (closed without a step).
     for (i, pid) in pids.iter().enumerate() {
