@@ -451,7 +451,8 @@ mod tests {
     use super::{Occupant, Table};
     use crate::process::{Event, NoCommand, Process, StepOutput};
 
-    struct Nop;
+    /// A one-word process (the size the slot layout test is about).
+    struct Nop(#[allow(dead_code)] u64);
 
     impl Process for Nop {
         type Input = ();
@@ -475,36 +476,17 @@ mod tests {
     }
 
     /// The layout `Slot`'s docs describe: what deliveries and steps touch
-    /// in its first line, and three lines in all for a one-word process.
+    /// in its first line, and three lines in all for a one-word process (`Nop`).
     #[test]
     fn a_small_processs_slot_is_three_lines_and_its_hot_fields_one() {
         use super::{Figures, Slot};
         use core::mem::{align_of, offset_of, size_of};
-        struct OneWord(#[allow(dead_code)] u64);
-        impl Process for OneWord {
-            type Input = ();
-            type Message = u64;
-            type Command = NoCommand;
-            type Reply = ();
-            type Output = ();
-            type Error = ();
-            fn init(&mut self, _: &str, _: ()) -> Result<(), ()> {
-                Ok(())
-            }
-            fn step(
-                &mut self,
-                _: &mut Vec<Event<Self>>,
-                _: &mut StepOutput<'_, Self>,
-            ) -> Result<(), ()> {
-                Ok(())
-            }
-        }
-        assert_eq!(align_of::<Slot<OneWord>>(), 64);
-        assert_eq!(size_of::<Slot<OneWord>>(), 3 * 64);
-        let hot_end = offset_of!(Slot<OneWord>, figures) + size_of::<Figures>();
+        assert_eq!(align_of::<Slot<Nop>>(), 64);
+        assert_eq!(size_of::<Slot<Nop>>(), 3 * 64);
+        let hot_end = offset_of!(Slot<Nop>, figures) + size_of::<Figures>();
         assert!(hot_end <= 64, "the first line ends at {hot_end}");
-        assert!(offset_of!(Slot<OneWord>, state) < 64);
-        assert!(offset_of!(Slot<OneWord>, bound) < 64);
+        assert!(offset_of!(Slot<Nop>, state) < 64);
+        assert!(offset_of!(Slot<Nop>, bound) < 64);
     }
 
     #[test]
@@ -523,18 +505,18 @@ mod tests {
         let table = Table::<Nop>::new(1, Some(2));
         let mut cache = super::FreeCache::default();
         let a = table
-            .insert(Occupant::Process(Nop, None), 0, None, 0)
+            .insert(Occupant::Process(Nop(0), None), 0, None, 0)
             .ok()
             .expect("room for a");
         let pid_a = a.pid();
         let b = table
-            .insert(Occupant::Process(Nop, None), 0, None, 0)
+            .insert(Occupant::Process(Nop(0), None), 0, None, 0)
             .ok()
             .expect("room for b");
         assert_ne!(pid_a.index(), b.pid().index());
         assert!(
             table
-                .insert(Occupant::Process(Nop, None), 0, None, 0)
+                .insert(Occupant::Process(Nop(0), None), 0, None, 0)
                 .is_err(),
             "limit of 2"
         );
@@ -545,7 +527,7 @@ mod tests {
         a.state.complete();
         table.remove(a, 0, &mut cache);
         let c = table
-            .insert(Occupant::Process(Nop, None), 0, Some(&mut cache), 0)
+            .insert(Occupant::Process(Nop(0), None), 0, Some(&mut cache), 0)
             .ok()
             .expect("a's slot is free again");
         assert_eq!(c.pid().index(), pid_a.index());
@@ -562,7 +544,7 @@ mod tests {
         let table = Table::<Nop>::new(1, None);
         let mut cache = super::FreeCache::default();
         let first = table
-            .insert(Occupant::Process(Nop, None), 0, None, 0)
+            .insert(Occupant::Process(Nop(0), None), 0, None, 0)
             .ok()
             .expect("room");
         let index = first.pid().index();
@@ -574,7 +556,7 @@ mod tests {
         // Reuse the slot until it reaches its last generation.
         for expected in [LAST_GENERATION - 2, LAST_GENERATION - 1] {
             let slot = table
-                .insert(Occupant::Process(Nop, None), 0, Some(&mut cache), 0)
+                .insert(Occupant::Process(Nop(0), None), 0, Some(&mut cache), 0)
                 .ok()
                 .expect("room");
             assert_eq!(slot.pid().index(), index, "the worker reuses its slot");
@@ -585,7 +567,7 @@ mod tests {
         }
         assert_eq!(table.retired(), 1);
         let next = table
-            .insert(Occupant::Process(Nop, None), 0, Some(&mut cache), 0)
+            .insert(Occupant::Process(Nop(0), None), 0, Some(&mut cache), 0)
             .ok()
             .expect("room");
         assert_ne!(next.pid().index(), index, "a retired slot is not reused");
