@@ -6,9 +6,10 @@
 //!
 //! The senders and the holder run the scheduler's sequence on a real
 //! [`Mailbox`]: reserve, push (`Shared::deliver`); pop, release
-//! (`Local::collect_events`, `Shared::release`); the room check after a
-//! release from full (`Room::anyone_waiting`) against a waiter's
-//! registration and retry (`Room::enter`, then `Bound::try_reserve`).
+//! (`Local::collect_events`); the holder's end of the step on a real
+//! [`StateWord`], then its check for waiters (`Local::run_task`,
+//! `Room::made`) against a waiter's registration, touch of the word and
+//! retry (`Room::enter`, `StateWord::touch`, then `Bound::try_reserve`).
 //!
 //! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 \
 //!       cargo test -p stepsched-loom-tests --release --test bound`
@@ -18,7 +19,9 @@ use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
 use stepsched::mpsc::Mailbox;
+use stepsched::process::state::{Park, StateWord};
 use stepsched::sched::bound::{Bound, Room};
+use stepsched_loom_tests::Gate;
 
 struct Boxed {
     bound: Bound,
@@ -109,24 +112,65 @@ fn no_message_is_refused_once_the_drain_is_visible() {
     });
 }
 
-/// A waiter registers and retries while the holder drains a full mailbox
-/// and checks for waiters: either the retry finds room, or the drain sees
-/// the waiter (and would wake it). Never neither: that is a sender parked
-/// until its timeout with room in the mailbox.
+/// A message is reserved, pushed, drained and its place released (one
+/// thread: a sender that is also the holder, as a process sending to
+/// itself); an observer that reads the count with no other synchronisation
+/// never sees it "negative": it reads `released` first, with Acquire, so
+/// `reserved` is not behind it. (With a Relaxed load of `released`, or a
+/// Relaxed store of it, a fresh `released` and a stale `reserved` wrap to a
+/// huge count: a sender would be refused with room.) The observer starts
+/// after the release through a [`Gate`] (Relaxed: no happens-before of its
+/// own): the holder's load before its store would otherwise hide the race
+/// from loom (`docs/proof/loom-limits.md`).
+#[test]
+fn the_count_never_reads_a_release_ahead_of_its_reservation() {
+    loom::model(|| {
+        let b = boxed(1);
+        let gate = Gate::new();
+        let holder = {
+            let (b, gate) = (Arc::clone(&b), Arc::clone(&gate));
+            thread::spawn(move || {
+                assert!(send(&b, 0), "an empty mailbox refused");
+                assert_eq!(drain(&b), 1);
+                gate.pass(1);
+            })
+        };
+        gate.wait(1);
+        let queued = b.bound.queued();
+        assert!(
+            queued <= 1,
+            "the count read {queued}: a release ahead of its reservation"
+        );
+        holder.join().unwrap();
+    });
+}
+
+/// A waiter registers, touches the state word and retries while the holder
+/// drains a full mailbox, ends its step (an RMW of the word) and checks for
+/// waiters: either the retry finds room, or the holder sees the waiter (and
+/// would wake it). Never neither: that is a sender parked until its timeout
+/// with room in the mailbox. Fails with the touch weakened to Acquire (the
+/// registration is not ordered before the holder's check) or to Release
+/// (the release is not ordered before the retry), or without the touch.
 #[test]
 fn a_waiting_sender_is_never_missed_by_the_drain_that_made_room() {
     loom::model(|| {
         let b = boxed(1);
         let room = Arc::new(Room::new());
+        let state = Arc::new(StateWord::new());
+        state.activate();
+        let _ = state.start();
         assert!(send(&b, 0));
         let holder = {
-            let (b, room) = (Arc::clone(&b), Arc::clone(&room));
+            let (b, room, state) = (Arc::clone(&b), Arc::clone(&room), Arc::clone(&state));
             thread::spawn(move || {
                 assert_eq!(drain(&b), 1);
+                let _ = state.end_step(Park::Idle);
                 room.anyone_waiting()
             })
         };
         room.enter();
+        state.touch();
         let got_in = send(&b, 1);
         // A waiter that did not get in waits (registered) until woken.
         let woken = holder.join().unwrap();

@@ -283,6 +283,17 @@ impl StateWord {
         })
     }
 
+    /// Writes the word without changing it (an AcqRel `fetch_add(0)`): the
+    /// meeting point of a sender waiting for room in a bounded mailbox and
+    /// the holder that releases places (`sched/bound.rs`, `Room`).
+    pub fn touch(&self) {
+        // AcqRel: Release orders the waiter's registration before a holder
+        // RMW that reads this write; Acquire makes a holder RMW this write
+        // reads (with the release of places before it) visible to the
+        // waiter's next attempt.
+        self.0.fetch_add(0, Ordering::AcqRel);
+    }
+
     /// Delivers a wakeup of `kind` to the process of `generation`, after its
     /// event has been pushed onto the process's queue.
     ///

@@ -3,44 +3,56 @@
 //!
 //! A process created with a mailbox capacity (`Builder::mailbox_capacity`,
 //! or `SpawnOptions::mailbox_capacity` per process) has a limit in its
-//! slot. A sender *reserves* a place before it pushes a message
-//! ([`Bound::try_reserve`]: a CAS that never takes the count past the
-//! limit), and is refused, with its message handed back, when there is
-//! none. The holder of the process *releases* the places of the messages it
-//! drained, once per drain ([`Bound::release`]: one RMW for the whole
-//! batch, not one per message). Only messages are counted: completions,
+//! slot. The count is two monotonic (wrapping) counters: `reserved`, the
+//! places senders ever took, and `released`, the places the holder ever gave
+//! back; the mailbox holds `reserved - released`. A sender *reserves* a
+//! place before it pushes a message ([`Bound::try_reserve`]: a CAS of
+//! `reserved` that never takes the difference past the limit), and is
+//! refused, with its message handed back, when there is none. The holder of
+//! the process *releases* the places of the messages it drained, once per
+//! drain ([`Bound::release`]): a plain store, no read-modify-write, because
+//! only the holder writes `released` and holders follow one another through
+//! the state word. So a bounded message costs one atomic RMW (the sender's
+//! CAS) beyond an unbounded one. Only messages are counted: completions,
 //! cancels and the scheduler's own events are bounded by what the process
 //! itself asked for, and are never refused.
 //!
 //! Exactness, the two halves of the loom model
 //! (`loom-tests/tests/bound.rs`):
 //!
-//! - **No message accepted beyond the limit.** Every accepted message holds
-//!   a place from its reservation until the drain that takes it releases
-//!   it, and a reservation is a CAS from a count below the limit to one
-//!   more: the count, hence the mailbox, never exceeds the limit. (A
-//!   `fetch_add` followed by a `fetch_sub` on refusal would be cheaper but
-//!   not exact: the refused sender's transient place would refuse a third
-//!   sender while there is room.)
+//! - **No message accepted beyond the limit.** A sender reads `released`,
+//!   then `reserved`, and takes a place by a CAS from `reserved = r` to
+//!   `r + 1` only if `r - released < limit`. The `released` it read is at
+//!   most the true one, so the mailbox, `r + 1 - released`, never exceeds
+//!   the limit. (A `fetch_add` followed by a `fetch_sub` on refusal would
+//!   not be exact: the refused sender's transient place would refuse a
+//!   third sender while there is room.)
 //! - **None refused while there is room, once the drain is visible.** A
-//!   sender whose reservation reads the count after a release (the
-//!   release's RMW comes before it in the count's modification order) sees
-//!   the places it gave back.
+//!   sender whose load of `released` reads a drain's store (or a later one)
+//!   sees the places it gave back.
+//! - **The difference never underflows.** `released` is loaded first, with
+//!   Acquire, pairing with the holder's Release store: every reservation of
+//!   a message that drain released happened before the store (sender:
+//!   reserve, then push; holder: pop, then store), so the sender's later
+//!   load of `reserved` reads it or a later value, and `reserved` is never
+//!   behind the `released` read with it. Read the other way round, a stale
+//!   `reserved` and a fresh `released` would wrap to a huge difference: a
+//!   refusal with room (the model checks this too).
 //!
-//! Every access is Relaxed: the count orders nothing but itself (the RMWs
-//! are atomic on one location, which is all the two rules need), the
-//! message travels by the mailbox's own Release/Acquire, and the limit is
-//! published with the process (stored before `activate`'s Release, read
-//! after the sender's Acquire load of the state word).
+//! `reserved` orders nothing but itself (Relaxed CAS: the reservations are
+//! atomic on one location, which is all the rules need), the message
+//! travels by the mailbox's own Release/Acquire, and the limit is published
+//! with the process (stored before `activate`'s Release, read after the
+//! sender's Acquire load of the state word).
 //!
-//! A slot is reused, and the count is not reset with it: a message reserved
-//! for a process that then ended, and pushed after its mailbox was drained,
-//! holds its place until the next holder drains it (as undelivered), like
-//! the dump's queued counters (`figures.rs`). Each envelope records whether
-//! it holds a place, so the release is exact even when the limit changes
-//! between incarnations.
+//! A slot is reused, and the counters are not reset with it: a message
+//! reserved for a process that then ended, and pushed after its mailbox was
+//! drained, holds its place until the next holder drains it (as
+//! undelivered), like the dump's queued counters (`figures.rs`). Each
+//! envelope records whether it holds a place, so the release is exact even
+//! when the limit changes between incarnations.
 
-use crate::sync::{fence, AtomicU32, AtomicUsize, Condvar, Mutex, Ordering};
+use crate::sync::{AtomicU32, AtomicUsize, Condvar, Mutex, Ordering};
 use std::time::Instant;
 
 /// A mailbox's limit and count. See the [module docs](self).
@@ -49,8 +61,11 @@ pub struct Bound {
     /// The most messages the mailbox may hold; 0: unbounded (nothing is
     /// counted).
     limit: AtomicU32,
-    /// Places reserved by senders and not yet released by a drain.
-    queued: AtomicU32,
+    /// Places ever reserved by senders (wrapping).
+    reserved: AtomicU32,
+    /// Places ever released by holders (wrapping); written only by the
+    /// holder of the process.
+    released: AtomicU32,
 }
 
 impl Default for Bound {
@@ -64,7 +79,8 @@ impl Bound {
     pub fn new() -> Self {
         Bound {
             limit: AtomicU32::new(0),
-            queued: AtomicU32::new(0),
+            reserved: AtomicU32::new(0),
+            released: AtomicU32::new(0),
         }
     }
 
@@ -89,51 +105,87 @@ impl Bound {
     /// mailbox is full.
     #[inline]
     pub fn try_reserve(&self, limit: u32) -> bool {
-        // Relaxed: the count orders nothing but itself (module docs); the
-        // CAS makes each reservation atomic with its check.
-        let mut queued = self.queued.load(Ordering::Relaxed);
         loop {
-            if queued >= limit {
+            let (reserved, released) = self.counters();
+            if reserved.wrapping_sub(released) >= limit {
                 return false;
             }
-            match self.queued.compare_exchange_weak(
-                queued,
-                queued + 1,
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => return true,
-                Err(now) => queued = now,
+            // Relaxed: the count orders nothing but itself (module docs);
+            // the CAS makes the reservation atomic with the check. On
+            // failure both counters are read again, in their order.
+            if (self.reserved)
+                .compare_exchange_weak(
+                    reserved,
+                    reserved.wrapping_add(1),
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                )
+                .is_ok()
+            {
+                return true;
             }
         }
     }
 
-    /// Gives back `n` places (messages the holder drained); returns how
-    /// many were taken before.
+    /// Gives back `n` places (messages the holder drained). Only the
+    /// process's holder calls it (the mailbox's consumer).
     #[inline]
-    pub fn release(&self, n: u32) -> u32 {
-        // Relaxed: as in `try_reserve`.
-        self.queued.fetch_sub(n, Ordering::Relaxed)
+    pub fn release(&self, n: u32) {
+        // Relaxed: only holders write `released`, and each holder's start
+        // acquires the previous holder's end through the state word.
+        let released = self.released.load(Ordering::Relaxed);
+        // Release: pairs with the Acquire load in `counters` (module docs).
+        self.released
+            .store(released.wrapping_add(n), Ordering::Release);
     }
 
-    /// Places taken now (a snapshot).
+    /// Places taken now (a snapshot, for tests and the dump). Never more
+    /// than the limit plus the releases this reader has not seen yet, and
+    /// never "negative" (module docs).
     pub fn queued(&self) -> u32 {
-        // Relaxed: a snapshot of the count alone.
-        self.queued.load(Ordering::Relaxed)
+        let (reserved, released) = self.counters();
+        reserved.wrapping_sub(released)
+    }
+
+    /// `(reserved, released)`, read in the order that keeps `reserved` from
+    /// being behind `released` (module docs).
+    #[inline]
+    fn counters(&self) -> (u32, u32) {
+        // Acquire: pairs with `release`'s Release store: every reservation
+        // whose place that store gave back happened before it, so the load
+        // of `reserved` below reads it or a later value.
+        let released = self.released.load(Ordering::Acquire);
+        // Relaxed: the count orders nothing but itself (module docs).
+        let reserved = self.reserved.load(Ordering::Relaxed);
+        (reserved, released)
     }
 }
 
 /// Outside senders waiting for room in a full mailbox
-/// (`Scheduler::send_timeout`), and the drains that wake them.
+/// (`Scheduler::send_timeout`), and the holders that wake them.
 ///
 /// One for the whole scheduler: waiting is rare (a sender that would rather
-/// wait than handle `Full`), so a drain that freed room in a full mailbox
-/// pays a fence and a load, and takes the lock only when someone waits.
-/// A waiter registers, then retries its send under the lock; a drain
-/// releases its places, then checks for waiters. A Dekker pair of SeqCst
-/// fences makes sure one of them sees the other: either the waiter's retry
-/// finds the room, or the drain sees the waiter and wakes it (it takes the
-/// lock, so it cannot notify between the waiter's retry and its wait).
+/// wait than handle `Full`), so a holder that released places pays one
+/// Relaxed load of a line nobody writes, and takes the lock only when
+/// someone waits. No fence on either side: the two sides meet on the
+/// process's state word, which both write with an RMW.
+///
+/// - A waiter registers ([`enter`](Room::enter)), then, in each attempt,
+///   *touches* the target's state word (`StateWord::touch`, an AcqRel
+///   `fetch_add(0)`) before it tries to reserve, under the lock.
+/// - A holder that released places in a drain checks for waiters
+///   ([`made`](Room::made)) after its next RMW of the state word: the end of
+///   the step (or the free of the slot, when it closed the process).
+///
+/// The two RMWs are ordered in the word's modification order. If the
+/// waiter's touch comes first, the holder's RMW reads it (or a later RMW:
+/// every write of the word is one, so the release sequence goes on), the
+/// registration happens before the holder's load of `waiters`, and the
+/// holder wakes it (taking the lock, so it cannot notify between the
+/// waiter's attempt and its wait). If the holder's comes first, the touch
+/// reads it, and the release's store happens before the attempt's load of
+/// `released`: the attempt sees the room. (loom: `loom-tests/tests/bound.rs`,
+/// `a_waiting_sender_is_never_missed_by_the_drain_that_made_room`.)
 #[derive(Debug, Default)]
 pub struct Room {
     waiters: AtomicUsize,
@@ -147,43 +199,47 @@ impl Room {
         Room::default()
     }
 
-    /// Called after a release that took a full mailbox below its limit:
-    /// wakes the waiting senders, if any.
+    /// Called by a holder that released places, after its next RMW of the
+    /// process's state word (type docs): wakes the waiting senders, if any.
+    #[inline]
     pub fn made(&self) {
         if self.anyone_waiting() {
-            drop(self.lock.lock().unwrap_or_else(|e| e.into_inner()));
-            self.made.notify_all();
+            self.wake();
         }
     }
 
-    /// The drain's half of the Dekker pair (type docs): after its release,
-    /// whether a sender has registered to wait.
+    /// The holder's half (type docs): whether a sender has registered to
+    /// wait.
+    #[inline]
     pub fn anyone_waiting(&self) -> bool {
-        // SeqCst: orders the release's RMW before the load of `waiters`,
-        // against `enter`'s fence.
-        fence(Ordering::SeqCst);
-        // Relaxed: the fences order it (type docs).
+        // Relaxed: ordered by the state word's RMWs (type docs).
         self.waiters.load(Ordering::Relaxed) != 0
     }
 
-    /// The waiter's half of the Dekker pair: registers, before the retry
-    /// that must see any release the drain's check missed.
+    #[cold]
+    fn wake(&self) {
+        drop(self.lock.lock().unwrap_or_else(|e| e.into_inner()));
+        self.made.notify_all();
+    }
+
+    /// The waiter's registration, before the attempts that touch the
+    /// state word (type docs).
     pub fn enter(&self) {
-        // Relaxed: the fence below orders it before the retries.
+        // Relaxed: the touch's Release half orders it before the holder's
+        // load (type docs).
         self.waiters.fetch_add(1, Ordering::Relaxed);
-        // SeqCst: against `anyone_waiting`'s fence (type docs).
-        fence(Ordering::SeqCst);
     }
 
     /// Unregisters (`enter`'s undo).
     pub fn leave(&self) {
-        // Relaxed: a waiter that leaves only lets drains skip the lock.
+        // Relaxed: a waiter that leaves only lets holders skip the lock.
         self.waiters.fetch_sub(1, Ordering::Relaxed);
     }
 
     /// Calls `attempt` until it succeeds (returns `Some`), parking between
     /// attempts until a drain makes room somewhere or `deadline` passes;
-    /// `None` at the deadline.
+    /// `None` at the deadline. Each attempt must touch the target's state
+    /// word before it reserves (type docs).
     pub fn wait<T>(&self, deadline: Instant, mut attempt: impl FnMut() -> Option<T>) -> Option<T> {
         self.enter();
         let mut guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());

@@ -518,7 +518,7 @@ impl<P: Process> Builder<P> {
     /// The count is exact (never more than `messages` queued, and a sender
     /// that sees the drain's release finds room): a sender reserves a place
     /// with a CAS beside the state word it already touches, and the
-    /// process gives back a whole step's places with one RMW. See
+    /// process gives back a whole step's places with a plain store. See
     /// `src/sched/bound.rs`. Unbounded mailboxes pay one load and branch
     /// per message.
     pub fn mailbox_capacity(mut self, messages: u32) -> Self {

@@ -353,6 +353,12 @@ impl<P: Process> Scheduler<P> {
         let mut message = Some(message);
         let deadline = Instant::now() + timeout;
         let sent = self.shared.room.wait(deadline, || {
+            // Before the reservation: the waiter's half of the meeting
+            // with the holder that releases places (`bound.rs`, `Room`).
+            // A stale PID touches a word it cannot change.
+            if let Some(slot) = self.shared.table.get(to.index()) {
+                slot.state.touch();
+            }
             let m = message.take().expect("taken only by a failed attempt");
             match self.send(to, m) {
                 Err(SendError::Full(m)) => {

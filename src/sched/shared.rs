@@ -311,9 +311,13 @@ impl<P: Process> Shared<P> {
             }
         }
         if places != 0 {
-            self.release(slot, places);
+            slot.bound.release(places);
         }
         self.table.withdraw(slot);
+        if places != 0 {
+            // After the free's RMW of the state word (`bound.rs`, `Room`).
+            self.room.made();
+        }
         process
     }
 
@@ -471,16 +475,6 @@ impl<P: Process> Shared<P> {
                 Ok(true)
             }
             None => Ok(false),
-        }
-    }
-
-    /// Gives back `places` of `slot`'s bounded mailbox (messages its holder
-    /// drained), and wakes the outside senders waiting for room if the
-    /// mailbox was full.
-    pub(crate) fn release(&self, slot: &Slot<P>, places: u32) {
-        let before = slot.bound.release(places);
-        if before >= slot.bound.limit() {
-            self.room.made();
         }
     }
 

@@ -55,10 +55,11 @@ pub(crate) enum Item<P: Process> {
 ///
 /// Line-aligned and `repr(C)`, so that its first cache line holds what
 /// every delivery and every step touch, and only that: the mailbox's
-/// `head` (swapped by a push) and `tail`, `counts` (the dump's figures, if
-/// counted), the state word (loaded, then CASed by the notify that wakes
-/// the process, and by the step's start and end), the bound and the
-/// figures a step stamps. The body follows; with its rarely used parts
+/// `head` (swapped by a push) and `tail`, the state word (loaded, then
+/// CASed by the notify that wakes the process, and by the step's start and
+/// end), the bound (its limit read by every delivery of a message) and the
+/// figures a step stamps. The dump's queued counters, off by default, come
+/// after. The body follows; with its rarely used parts
 /// behind one pointer (`body.rs`), a slot is three lines for a small
 /// process (a unit test holds `Slot` to that for a 16-byte one). Unaligned,
 /// a slot straddled lines at random and a ping-pong ran 3% slower.
@@ -67,9 +68,6 @@ pub(crate) struct Slot<P: Process> {
     /// Events for the process. Any thread pushes; the worker holding the
     /// process pops (the Running state serialises consumers).
     pub(crate) events: Mailbox<Envelope<P>>,
-    /// The queued-events counters (`pushed` first, beside the mailbox's
-    /// head), for the process dump; see `figures.rs`.
-    pub(crate) counts: QueueCounts,
     pub(crate) state: StateWord,
     /// The mailbox's capacity and count, if bounded (`bound.rs`): read and
     /// reserved by every delivery of a message, next to the state word.
@@ -77,6 +75,10 @@ pub(crate) struct Slot<P: Process> {
     /// Step count, last worker and stamp, for the process dump (and the
     /// last worker as a hint for remote wakeups); see `figures.rs`.
     pub(crate) figures: Figures,
+    /// The queued-events counters for the process dump, if asked for
+    /// (`Builder::count_queued_events`, off by default: so not on the
+    /// first line); see `figures.rs`.
+    pub(crate) counts: QueueCounts,
     /// Next free slot index + 1 (0: none); meaningful only while free.
     next_free: AtomicU32,
     index: u32,

@@ -146,6 +146,10 @@ pub(crate) struct Local<P: Process> {
     /// they are delivered (`worker/timers.rs`).
     fired: Vec<super::timer::wheel::Fired>,
     fired_messages: Vec<P::Message>,
+    /// Whether the process being run released places of its bounded
+    /// mailbox: then `run_task` checks for waiting senders after the
+    /// holding's last RMW of the state word (`bound.rs`, `Room`).
+    released: bool,
 }
 
 impl<P: Process> Local<P> {
@@ -174,6 +178,7 @@ impl<P: Process> Local<P> {
             monitored,
             fired: Vec::new(),
             fired_messages: Vec::new(),
+            released: false,
         }
     }
 

@@ -38,10 +38,11 @@ pub const MAP: &[(&str, &[&str])] = &[
         "src/mpsc/",
         &["loom:mpsc", "loom:mailbox", "loom:global_queue"],
     ),
-    // `loom:dump`: the dump's first read of the state word (`load`'s Acquire).
+    // `loom:dump`: the dump's first read of the state word (`load`'s Acquire);
+    // `loom:bound`: `touch`, the meeting of a waiting sender and a holder.
     (
         "src/process/state.rs",
-        &["loom:state", "loom:handoff", "loom:dump"],
+        &["loom:state", "loom:handoff", "loom:dump", "loom:bound"],
     ),
     // `output.rs` reads the monitor's preemption request.
     (

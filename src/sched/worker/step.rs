@@ -61,6 +61,13 @@ impl<P: Process> Local<P> {
             Start::Close => self.close(slot, Err(ProcessError::Terminated), false),
             Start::Step { last } => self.step(task, last, begun),
         }
+        // The holding is over (`end_step` or the free in `close` was its
+        // last RMW of the state word): senders waiting for room are woken
+        // if this holding released places (`bound.rs`, `Room`).
+        if self.released {
+            self.released = false;
+            self.shared.room.made();
+        }
         if monitored {
             self.clock.end(watch);
         }
@@ -311,7 +318,8 @@ impl<P: Process> Local<P> {
         // Once per step: a bounded mailbox's places, and the process dump's
         // queued figure.
         if places != 0 {
-            self.shared.release(slot, places);
+            slot.bound.release(places);
+            self.released = true;
         }
         if self.shared.config.count_queued {
             slot.count_drained(drained);
@@ -587,7 +595,8 @@ impl<P: Process> Local<P> {
             }
         }
         if places != 0 {
-            self.shared.release(slot, places);
+            slot.bound.release(places);
+            self.released = true;
         }
         if self.shared.config.count_queued {
             slot.count_drained(drained);
