@@ -230,7 +230,7 @@ fn two_linked_processes_ending_together() {
             move || {
                 let mut sent = 0;
                 for (to, signal) in me.close(me_pid, ExitReason::Terminated) {
-                    assert!(matches!(signal, Signal::Exit(p, _) if p == me_pid));
+                    assert!(matches!(signal, Signal::ExitPlain(p, _) if p == me_pid));
                     match other.deliver(to, signal, Wake::Completion) {
                         Sent::Queued => sent += 1,
                         Sent::Unanswered(answer) => assert!(answer.is_none()),

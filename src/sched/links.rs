@@ -78,10 +78,57 @@ pub enum Signal {
     Unlink(Pid),
     /// Process `.0`, which the receiver monitors, ended.
     Down(Pid, ExitReason),
-    /// Process `.0`, linked with the receiver, ended. Boxed: two variants
+    /// Process `.0`, linked with the receiver, ended, with a reason that
+    /// carries a summary (it failed or panicked). Boxed: two variants
     /// carrying an inline reason would make a signal 32 bytes, and the
-    /// mailbox item 40 (see the unit test below); links are the rarer.
+    /// mailbox item 40 (see the unit test below). Build exits with
+    /// [`Signal::exit`], which picks the variant.
     Exit(Pid, Box<ExitReason>),
+    /// As `Exit`, ended by a link with `.1` (`ExitReason::Linked`): inline,
+    /// so that a chain of linked processes ends without an allocation.
+    ExitLinked(Pid, Pid),
+    /// As `Exit`, with a reason that carries nothing: inline.
+    ExitPlain(Pid, Plain),
+}
+
+/// An [`ExitReason`] that carries nothing, for [`Signal::ExitPlain`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Plain {
+    /// `ExitReason::Done`.
+    Done,
+    /// `ExitReason::Terminated`.
+    Terminated,
+    /// `ExitReason::Shutdown`.
+    Shutdown,
+    /// `ExitReason::NoProc`.
+    NoProc,
+}
+
+impl Signal {
+    /// The exit signal of `from`, ended with `reason`: inline unless the
+    /// reason carries a summary.
+    pub fn exit(from: Pid, reason: ExitReason) -> Signal {
+        let plain = |p| Signal::ExitPlain(from, p);
+        match reason {
+            ExitReason::Linked(by) => Signal::ExitLinked(from, by),
+            ExitReason::Done => plain(Plain::Done),
+            ExitReason::Terminated => plain(Plain::Terminated),
+            ExitReason::Shutdown => plain(Plain::Shutdown),
+            ExitReason::NoProc => plain(Plain::NoProc),
+            summarised => Signal::Exit(from, Box::new(summarised)),
+        }
+    }
+}
+
+impl From<Plain> for ExitReason {
+    fn from(plain: Plain) -> ExitReason {
+        match plain {
+            Plain::Done => ExitReason::Done,
+            Plain::Terminated => ExitReason::Terminated,
+            Plain::Shutdown => ExitReason::Shutdown,
+            Plain::NoProc => ExitReason::NoProc,
+        }
+    }
 }
 
 /// What a received signal asks of the worker holding the receiver.
@@ -170,19 +217,26 @@ impl Links {
                     return Received::Down(target, reason);
                 }
             }
-            Signal::Exit(from, reason) => {
-                let reason = *reason;
-                if !remove(&mut self.linked, from) {
-                    // Unlinked meanwhile, or a second exit for one link.
-                } else if self.trap {
-                    return Received::Down(from, reason);
-                } else if !reason.is_normal() && self.killed_by.is_none() {
-                    self.killed_by = Some(from);
-                    return Received::Kill(from);
-                }
-            }
+            Signal::Exit(from, reason) => return self.exited(from, *reason),
+            Signal::ExitLinked(from, by) => return self.exited(from, ExitReason::Linked(by)),
+            Signal::ExitPlain(from, plain) => return self.exited(from, plain.into()),
         }
         Received::Nothing
+    }
+
+    /// An exit signal from `from`, which ended with `reason`.
+    fn exited(&mut self, from: Pid, reason: ExitReason) -> Received {
+        if !remove(&mut self.linked, from) {
+            // Unlinked meanwhile, or a second exit for one link.
+            Received::Nothing
+        } else if self.trap {
+            Received::Down(from, reason)
+        } else if !reason.is_normal() && self.killed_by.is_none() {
+            self.killed_by = Some(from);
+            Received::Kill(from)
+        } else {
+            Received::Nothing
+        }
     }
 
     /// The process that ended this one through a link, if any.
@@ -197,8 +251,8 @@ impl Links {
         let reason_for_exits = reason.clone();
         let downs = (self.watchers.into_iter())
             .map(move |w| (w, Signal::Down(me, reason_for_downs.clone())));
-        let exits = (self.linked.into_iter())
-            .map(move |p| (p, Signal::Exit(me, Box::new(reason_for_exits.clone()))));
+        let exits =
+            (self.linked.into_iter()).map(move |p| (p, Signal::exit(me, reason_for_exits.clone())));
         downs.chain(exits)
     }
 
@@ -215,7 +269,7 @@ impl Links {
 pub fn unanswered(target: Pid, signal: Signal) -> Option<(Pid, Signal)> {
     match signal {
         Signal::Monitor(watcher) => Some((watcher, Signal::Down(target, ExitReason::NoProc))),
-        Signal::Link(from) => Some((from, Signal::Exit(target, Box::new(ExitReason::NoProc)))),
+        Signal::Link(from) => Some((from, Signal::exit(target, ExitReason::NoProc))),
         _ => None,
     }
 }
@@ -276,7 +330,7 @@ mod tests {
         let mut a = Links::default();
         a.link(pid(1), pid(2));
         a.link(pid(1), pid(3));
-        let exit = |p, r| Signal::Exit(pid(p), Box::new(r));
+        let exit = |p, r| Signal::exit(pid(p), r);
         assert_eq!(a.receive(exit(2, ExitReason::Done)), Received::Nothing);
         assert_eq!(a.counts().2, 1, "a normal end unlinks");
         assert_eq!(
@@ -292,6 +346,32 @@ mod tests {
             Received::Down(pid(2), ExitReason::NoProc)
         );
         assert_eq!(t.receive(exit(2, ExitReason::NoProc)), Received::Nothing);
+    }
+
+    /// Only a reason with a summary is boxed; every reason comes back out
+    /// as it went in.
+    #[test]
+    fn exit_signals_box_only_a_summary_and_keep_the_reason() {
+        use crate::process::Summary;
+        let reasons = [
+            ExitReason::Done,
+            ExitReason::Terminated,
+            ExitReason::Shutdown,
+            ExitReason::NoProc,
+            ExitReason::Linked(pid(7)),
+            ExitReason::Failed(Summary::new("e")),
+            ExitReason::Panicked(Summary::new("p")),
+        ];
+        for reason in reasons {
+            let signal = Signal::exit(pid(2), reason.clone());
+            let boxed = matches!(signal, Signal::Exit(..));
+            let summarised = matches!(reason, ExitReason::Failed(_) | ExitReason::Panicked(_));
+            assert_eq!(boxed, summarised, "{reason:?}");
+            let mut t = Links::default();
+            t.trap_exits(true);
+            t.link(pid(1), pid(2));
+            assert_eq!(t.receive(signal), Received::Down(pid(2), reason));
+        }
     }
 
     /// A `Down` travels in every process's mailbox node: it must not make

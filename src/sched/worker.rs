@@ -20,8 +20,9 @@
 //!    empty, so it lands no deeper) or a LIFO pop takes it sooner. One tick
 //!    in 61 takes the oldest instead of the newest; the rest stay LIFO.
 //!    (With an interval of 1 there is no tick between checks, and no turn.)
-//! 2. `runnext`: the process this worker last woke by a message, so a
-//!    request and its reply stay on one core (Go's `runnext`), at most
+//! 2. `runnext`: the process this worker last woke by a message or a
+//!    signal, so a request and its reply (or an end and its watcher) stay
+//!    on one core (Go's `runnext`), at most
 //!    [`RUNNEXT_STREAK`] times in a row;
 //! 3. the local deque (LIFO);
 //! 4. its own inject queue, then the global queue: take one and move up to

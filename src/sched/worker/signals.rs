@@ -81,9 +81,15 @@ impl<P: Process> Local<P> {
         }
     }
 
+    /// A process a signal woke runs next on this worker, as one a message
+    /// woke (`apply_sends`): the watcher of a process that just ended, the
+    /// next link of a chain, stays on this core instead of waiting in the
+    /// deque for a thief. The process it displaces goes to the deque.
     fn queue_woken(&mut self, task: Task<P>) {
-        self.deque.push(task);
-        self.queued_locally(1);
+        if let Some(old) = self.runnext.replace(task) {
+            self.deque.push(old);
+            self.queued_locally(1);
+        }
     }
 
     /// A signal for `pid` (the process this worker holds) found while

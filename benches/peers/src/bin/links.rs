@@ -281,10 +281,14 @@ fn stepsched_chain() -> f64 {
     }
     *failed_at.lock().unwrap() = Some(Instant::now());
     s.send(head.unwrap(), Msg::Fail).ok().unwrap();
-    while closed.load(Ordering::Acquire) < CHAIN {
+    // The last close's hook counts, then stamps: wait for the stamp.
+    let last = loop {
+        if let Some(at) = *last_close.lock().unwrap() {
+            break at;
+        }
         std::thread::yield_now();
-    }
-    let took = last_close.lock().unwrap().unwrap() - failed_at.lock().unwrap().unwrap();
+    };
+    let took = last - failed_at.lock().unwrap().unwrap();
     s.shutdown(Duration::from_secs(5));
     took.as_nanos() as f64 / CHAIN as f64
 }
