@@ -317,7 +317,9 @@ mod clock {
             self.nanos(at) >> TICK_SHIFT
         }
 
-        fn nanos(&self, at: Instant) -> u64 {
+        /// Nanoseconds from the origin to `at` (saturated).
+        #[inline]
+        pub(crate) fn nanos(&self, at: Instant) -> u64 {
             let since = at.saturating_duration_since(self.origin);
             u64::try_from(since.as_nanos()).unwrap_or(u64::MAX)
         }
@@ -327,12 +329,13 @@ mod clock {
             self.nanos(at).div_ceil(TICK_NANOS)
         }
 
-        /// The tick `after` from now, rounded up.
-        pub(crate) fn after(&self, after: Duration) -> u64 {
-            match Instant::now().checked_add(after) {
-                Some(at) => self.deadline(at),
-                None => u64::MAX >> TICK_SHIFT,
-            }
+        /// The tick `after` past `nanos` (a [`TimerClock::nanos`] reading),
+        /// rounded up: [`TimerClock::deadline`] of that instant plus
+        /// `after`, without converting a second `Instant` (saturated).
+        #[inline]
+        pub(crate) fn deadline_after(nanos: u64, after: Duration) -> u64 {
+            let after = u64::try_from(after.as_nanos()).unwrap_or(u64::MAX);
+            nanos.saturating_add(after).div_ceil(TICK_NANOS)
         }
 
         /// How long from `now` until tick `tick` (zero if passed).
@@ -440,3 +443,27 @@ pub(crate) struct Firing {
 mod api;
 #[cfg(not(loom))]
 pub(crate) use api::is_timer_made;
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::wheel::TICK_NANOS;
+    use super::TimerClock;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn a_deadline_after_a_reading_is_that_of_the_instant_after_it() {
+        let clock = TimerClock::new();
+        let now = Instant::now() + Duration::from_nanos(12_345);
+        for nanos in [0, 1, 16_383, 16_384, 16_385, 1_000_000, 3_600_000_000_007] {
+            let after = Duration::from_nanos(nanos);
+            let deadline = TimerClock::deadline_after(clock.nanos(now), after);
+            assert_eq!(deadline, clock.deadline(now + after), "{nanos} ns");
+            assert!(
+                deadline * TICK_NANOS >= clock.nanos(now) + nanos,
+                "never early"
+            );
+        }
+        let far = TimerClock::deadline_after(clock.nanos(now), Duration::MAX);
+        assert_eq!(far, u64::MAX.div_ceil(TICK_NANOS), "saturated");
+    }
+}

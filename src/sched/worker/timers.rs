@@ -8,7 +8,7 @@ use crate::process::timer::{TimerOp, When};
 use crate::process::{CommandError, Event, Pid, Process};
 use crate::sched::shared::phase;
 use crate::sched::table::{Body, Slot};
-use crate::sched::timer::wheel::TimerKind;
+use crate::sched::timer::wheel::{TimerKind, TICK_SHIFT};
 use crate::sched::timer::{earliest, Firing, Record, TimerClock, LATE_NANOS, NEVER};
 use crate::sync::Ordering;
 use std::time::Instant;
@@ -30,9 +30,10 @@ impl<P: Process> Local<P> {
         let mut ops = core::mem::take(&mut self.effects.timers);
         let shared = &*self.shared;
         let clock = &shared.timers.clock;
-        let now = Instant::now();
-        let now_tick = clock.tick(now); // one clock read for the step
-                                        // ... and for the next turn's poll of this worker's wheel.
+        // One clock read for the step, and for the next turn's poll of
+        // this worker's wheel (`Local::timer_tick`).
+        let now = clock.nanos(Instant::now());
+        let now_tick = now >> TICK_SHIFT;
         self.timer_tick = Some((self.tick, now_tick));
         let mut lowered = false;
         for op in ops.drain(..) {
@@ -42,22 +43,17 @@ impl<P: Process> Local<P> {
                     continue;
                 }
                 TimerOp::Wake { tag, when } => {
-                    let at = match when {
-                        When::After(after) => now.checked_add(after),
-                        When::At(at) => Some(at),
+                    let deadline = match when {
+                        When::After(after) => TimerClock::deadline_after(now, after),
+                        When::At(at) => clock.deadline(at),
                     };
-                    let deadline = at.map_or(u64::MAX >> 20, |at| clock.deadline(at));
                     (tag, deadline, false)
                 }
                 TimerOp::Timeout { tag, after } => {
                     if !body.pending.contains(&tag) {
                         continue; // completed already (an inline handler)
                     }
-                    let deadline = match now.checked_add(after) {
-                        Some(at) => clock.deadline(at),
-                        None => u64::MAX >> 20,
-                    };
-                    (tag, deadline, true)
+                    (tag, TimerClock::deadline_after(now, after), true)
                 }
             };
             // A timer re-armed with its tag replaces the pending one.
