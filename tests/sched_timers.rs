@@ -1,7 +1,8 @@
 //! Proves timers (`StepOutput::wake_after`/`wake_at`/`cancel_timer`,
 //! `yield_command_timeout`, `Scheduler::send_after`): they fire in deadline
 //! order and never before their deadline; a cancelled timer never reaches
-//! its process, even when it fired just before the cancel; a process's
+//! its process, even when it fired just before the cancel, nor passes for
+//! the timer re-armed with its tag; a process's
 //! timers end with it; `send_after` to a process that ends first goes to
 //! `on_undelivered`; shutdown cancels and counts pending timers; a timer
 //! wakes an Idle process exactly once even when a message lands at the
@@ -283,6 +284,72 @@ fn a_cancelled_timer_never_reaches_its_process() {
         early as u64 + 1,
         "the caught timer fired (and was dropped)"
     );
+}
+
+/// A timer that fires while its process runs a step, and that this step
+/// re-arms with the same tag: the first firing's event is in the mailbox
+/// already (its cancel came too late) and must be dropped, not taken for
+/// the new timer's, which comes once, at or after its own deadline.
+#[test]
+fn a_timer_re_armed_after_it_fired_comes_once_for_the_new_deadline() {
+    let scheduler = scheduler(2);
+    // How many timers have fired, as the test last read the stats.
+    let fired = Arc::new(AtomicUsize::new(0));
+    let go = Arc::clone(&fired);
+    let rearmed = Arc::new(Mutex::new(None::<Instant>));
+    let set = Arc::clone(&rearmed);
+    // Firings that came before the step meant to catch them (see below).
+    let mut early = 0;
+    let mut started = false;
+    let mut armed_again = false;
+    let (process, log) = script(move |seen, out| {
+        if !started {
+            started = true;
+            out.wake_after(5, common::ms(10));
+            out.set_status(stepsched::process::Status::Continue);
+        } else if armed_again {
+            if seen.contains(&Seen::Timer(5)) {
+                out.done(());
+            }
+        } else if seen.contains(&Seen::Timer(5)) {
+            // It fired before this step began (a stalled machine, or Miri):
+            // rightly delivered, and it proves nothing. Again.
+            early += 1;
+            out.wake_after(5, common::ms(10));
+            out.set_status(stepsched::process::Status::Continue);
+        } else {
+            // Wait, in the step, for the timer to fire (the other worker
+            // fires it: this one is busy), then re-arm it.
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while go.load(Ordering::Acquire) <= early && Instant::now() < deadline {
+                thread::sleep(ms(1));
+            }
+            *set.lock().unwrap() = Some(Instant::now());
+            out.wake_after(5, common::ms(30));
+            armed_again = true;
+        }
+    });
+    let handle = scheduler.submit_joinable(process, "re-arm", ()).unwrap();
+    wait_until("the re-armed timer fires", || {
+        let timers = scheduler.stats().timers;
+        fired.store(timers.fired as usize, Ordering::Release);
+        rearmed.lock().unwrap().is_some() && handle.is_finished()
+    });
+    handle.join().unwrap();
+    let rearmed = rearmed.lock().unwrap().unwrap();
+    let log = log.lock().unwrap().clone();
+    let after: Vec<&(Seen, Instant)> = log.iter().filter(|(_, at)| *at >= rearmed).collect();
+    assert_eq!(after.len(), 1, "one event after the re-arm: {after:?}");
+    let (what, at) = after[0];
+    assert_eq!(*what, Seen::Timer(5));
+    assert!(
+        *at >= rearmed + common::ms(30),
+        "the first firing passed for the second: {:?} after the re-arm",
+        *at - rearmed
+    );
+    let stats = scheduler.stats().timers;
+    assert_eq!(stats.cancelled, 0, "the first had fired: nothing to cancel");
+    assert_eq!(stats.fired, log.len() as u64 + 1, "one firing dropped");
 }
 
 #[test]

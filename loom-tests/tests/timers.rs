@@ -1,6 +1,7 @@
 //! loom models of timers (`src/sched/timer/`): a timer inserted while
 //! every worker goes to sleep is never lost; a cancel racing the fire takes
-//! the timer exactly once; a process that ends with a timer pending gets
+//! the timer exactly once; a re-arm racing the fire is never named by the
+//! old firing; a process that ends with a timer pending gets
 //! no event and leaks none; a late timer never reaches the next process in
 //! its slot.
 //!
@@ -117,6 +118,41 @@ fn cancel_racing_fire_takes_the_timer_exactly_once() {
         let _ = wheel.fire(10, true, &mut late, &mut messages);
         assert_eq!(cancelled + fired + late.len(), 1, "taken exactly once");
         assert_eq!(wheel.next(), NEVER);
+    });
+}
+
+/// A timer re-armed with its tag (its worker: cancel, then insert anew)
+/// while another worker fires it: either the cancel takes it and nothing
+/// fires, or it fires first, and its firing names the old entry's key,
+/// never the new arming's, which the process's record holds, so the
+/// holder's check (`Record::armed_as`) drops it and waits for the new one.
+#[test]
+fn a_re_armed_timer_is_never_named_by_the_old_firing() {
+    loom::model(|| {
+        let wheel = Arc::new(TimerWheel::<()>::new());
+        let (old, _) = wheel.insert(0, 5, 1, 7, TimerKind::Timer, None).unwrap();
+        let firer = {
+            let wheel = wheel.clone();
+            thread::spawn(move || {
+                let (mut fired, mut messages) = (Vec::new(), Vec::new());
+                wheel.fire(10, true, &mut fired, &mut messages);
+                fired
+            })
+        };
+        // The holder's step re-arms tag 7, due at tick 50.
+        let cancelled = wheel.cancel(old).is_some();
+        let (new, _) = wheel.insert(0, 50, 1, 7, TimerKind::Timer, None).unwrap();
+        let fired = firer.join().unwrap();
+        assert_ne!(new, old, "a new arming gets a new key");
+        match (cancelled, fired.as_slice()) {
+            (true, []) => {}
+            (false, [firing]) => assert_eq!(firing.key, old, "names the old arming"),
+            other => panic!("taken twice or never: {other:?}"),
+        }
+        let (mut late, mut messages) = (Vec::new(), Vec::new());
+        wheel.fire(50, true, &mut late, &mut messages);
+        let keys: Vec<_> = late.iter().map(|f| f.key).collect();
+        assert_eq!(keys, vec![new], "the new arming fires, named as itself");
     });
 }
 

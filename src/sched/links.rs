@@ -49,8 +49,8 @@
 //! A process that uses none of this (nor timers) has `Body::extra ==
 //! None` (a null pointer) and pays: one branch after each step (`Effects::links` empty),
 //! one after collecting events, one in `close`. Mailbox items are
-//! `Item::Event` or `Item::Signal` in the same size as before (see the unit
-//! test below); no atomic is added to delivery or to the step.
+//! `Item::Event`, `Item::Signal` or `Item::Timer` in the same size as before
+//! (see the unit test below); no atomic is added to delivery or to the step.
 //!
 //! # Limits
 //!
@@ -405,5 +405,6 @@ mod tests {
         assert_eq!(core::mem::size_of::<Item<Small>>(), 32);
         assert_eq!(core::mem::size_of::<Envelope<Small>>(), 40);
         assert_eq!(core::mem::size_of::<Signal>(), 24);
+        assert_eq!(core::mem::size_of::<crate::sched::timer::Firing>(), 24);
     }
 }

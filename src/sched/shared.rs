@@ -14,6 +14,7 @@ use super::idle::Idle;
 use super::links::Signal;
 use super::stats::Counters;
 use super::table::{Envelope, FreeCache, Item, Occupant, Slot, Table, Task};
+use super::timer::Firing;
 use super::trace::{Kind as TraceKind, Tracing};
 use super::watch::StepWatch;
 use crate::deque::Stealer;
@@ -376,6 +377,20 @@ impl<P: Process> Shared<P> {
             (task, true) => Ok(task),
             (_, false) => Err(answer),
         }
+    }
+
+    /// [`deliver`](Self::deliver) for a timer's firing (`timer/mod.rs`),
+    /// which wakes like a completion. Refused, it is dropped: its process
+    /// ended, and nobody waits for it. The task to queue, if any.
+    pub(crate) fn deliver_timer(
+        &self,
+        pid: Pid,
+        firing: Firing,
+        nodes: &mut NodeCache<Envelope<P>>,
+    ) -> Option<Task<P>> {
+        let slot = self.admit(pid).ok()?;
+        let item = Item::Timer(firing);
+        (self.push(slot, pid, item, false, Wake::Completion, Some(nodes))).0
     }
 
     /// The slot of `pid` if it may still take an event.

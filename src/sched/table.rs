@@ -33,6 +33,7 @@ use super::bound::Bound;
 use super::figures::{Figures, QueueCounts, TimerCount};
 use super::links::Signal;
 use super::slab::{FreeList, Pages};
+use super::timer::Firing;
 
 /// An item and the generation of the process it was sent to.
 pub(crate) struct Envelope<P: Process> {
@@ -43,12 +44,15 @@ pub(crate) struct Envelope<P: Process> {
     pub(crate) item: Item<P>,
 }
 
-/// What a mailbox carries: an event for the step, or a signal of the
-/// monitors and links (`links.rs`), which no step sees. Same size as an
-/// event (a unit test in `links.rs` holds it to that).
+/// What a mailbox carries: an event for the step, a signal of the
+/// monitors and links (`links.rs`), which no step sees, or a timer's
+/// firing (`timer/mod.rs`), which the holder turns into an event if it is
+/// the pending arming's. Same size as an event (a unit test in `links.rs`
+/// holds it to that).
 pub(crate) enum Item<P: Process> {
     Event(Event<P>),
     Signal(Signal),
+    Timer(Firing),
 }
 
 /// One process's slot.

@@ -53,7 +53,7 @@ use crate::sync::{spin_loop, thread};
 use core::cell::RefCell;
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 mod signals;
 mod step;
@@ -151,6 +151,13 @@ pub(crate) struct Local<P: Process> {
     /// mailbox: then `run_task` checks for waiting senders after the
     /// holding's last RMW of the state word (`bound.rs`, `Room`).
     released: bool,
+    /// The timer tick a step's `apply_timers` read, and the loop turn
+    /// (`tick`) it ran in: the next turn's poll of this worker's wheel uses
+    /// it instead of reading the clock again; no later one does (unless
+    /// `tick` wraps to the same turn first: still only late). Dropped by
+    /// `close` (which runs user code after it). Older than the poll, so it
+    /// can only make a timer fire later, never early (`poll_own_timers`).
+    timer_tick: Option<(u32, u64)>,
 }
 
 impl<P: Process> Local<P> {
@@ -180,6 +187,7 @@ impl<P: Process> Local<P> {
             fired: Vec::new(),
             fired_messages: Vec::new(),
             released: false,
+            timer_tick: None,
         }
     }
 
@@ -492,13 +500,14 @@ impl<P: Process> Local<P> {
         let next = self.earliest_timer();
         if next != NEVER {
             let clock = &shared.timers.clock;
-            if next <= clock.now() {
+            let now = Instant::now();
+            if next <= clock.tick(now) {
                 shared.idle.cancel_park(self.index);
                 self.poll_all_timers();
                 shared.hooks.unpark(self.index);
                 return;
             }
-            let until = clock.until(next);
+            let until = clock.until(next, now);
             timeout = Some(timeout.map_or(until, |t: Duration| t.min(until)));
         }
         self.counters().parks.add(1);

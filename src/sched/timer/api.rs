@@ -1,12 +1,13 @@
 //! [`Scheduler::send_after`], and closing the wheels at shutdown.
 
-use super::wheel::{Fired, TimerKind};
+use super::wheel::{Fired, TimerKind, TICK_SHIFT};
+use super::TimerClock;
 use crate::process::state::Lifecycle;
 use crate::process::{CommandError, Event, Pid, Process};
 use crate::sched::error::SendError;
 use crate::sched::scheduler::Scheduler;
 use crate::sched::shared::{phase, Shared};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Whether `event` was made by a timer (an `Event::Timer`, or a command's
 /// `TimedOut` completion): such an event that reaches no process is
@@ -108,7 +109,11 @@ impl<P: Process> Scheduler<P> {
         // likely to be the one to run it when the message comes.
         let worker = slot.figures.last_worker_hint() % shared.remotes.len();
         let clock = &shared.timers.clock;
-        let (now, deadline) = (clock.now(), clock.after(delay));
+        let nanos = clock.nanos(Instant::now()); // one clock read
+        let (now, deadline) = (
+            nanos >> TICK_SHIFT,
+            TimerClock::deadline_after(nanos, delay),
+        );
         let wheel = &shared.timers.wheels[worker];
         match wheel.insert(
             now,

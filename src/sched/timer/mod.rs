@@ -6,7 +6,7 @@
 //! an embedder with `Scheduler::send_after` (a message). After the step,
 //! its worker inserts the timer into **its own** wheel ([`wheel`]: a
 //! hierarchical timing wheel, O(1) insert and cancel, slab entries, 16 µs
-//! ticks) and records `(tag, key, deadline)` in the process's body. The
+//! ticks) and records `(tag, key, kind, wheel)` in the process's body. The
 //! wheel sits behind its own mutex ([`TimerWheel`]); the owner is almost
 //! always the only one to take it, so the lock is uncontended, and there
 //! is no global lock. Other threads take it only to fire a busy owner's
@@ -16,18 +16,22 @@
 //! **Firing.** Each wheel publishes its next expiration in `next` (a tick;
 //! `u64::MAX`: empty), written under the lock; a cancel leaves it as it
 //! was (early, never late), so that cancelling and re-arming a timer does
-//! not count as lowering it and wake a sleeper each time. A worker reads its own
-//! `next` before each search for work: one load, and only when it is not
-//! `MAX` does it read the clock (so an unused timer system costs one
-//! predictable branch per step, and no `Instant::now`). A spinner also
-//! looks at every other wheel's `next`, and fires a due one with
-//! `try_lock`, so a worker inside a long step holds no one's timers
+//! not count as lowering it and wake a sleeper each time. A worker reads
+//! its own `next` before each search for work: one load, and only when it
+//! is not `MAX` does it read the clock (so an unused timer system costs one
+//! predictable branch per step, and no `Instant::now`); right after a step
+//! that set a timer, it reuses the reading taken for that (only ever
+//! older, so a timer fires later by at most one step, never early). A
+//! spinner also looks at every other wheel's `next`, and fires a due one
+//! with `try_lock`, so a worker inside a long step holds no one's timers
 //! hostage while another worker is awake. Firing takes the due entries out
 //! under the lock and delivers them after it (delivery may run the
-//! `on_undelivered` hook, user code, which must not run under a lock):
-//! `Shared::deliver` with `Wake::Completion`, which wakes an Idle or a
-//! Waiting process, and whose generation check keeps a late timer from
-//! reaching a newer process in the same slot.
+//! `on_undelivered` hook, user code, which must not run under a lock). A
+//! timer or timeout goes as a `Firing` (`Shared::deliver_timer`, with
+//! `Wake::Completion`, which wakes an Idle or a Waiting process, and whose
+//! generation check keeps a late timer from reaching a newer process in the
+//! same slot): its tag and the key and wheel of the entry it was, which
+//! name its arming. A `send_after` message goes through `Shared::deliver`.
 //!
 //! **Sleeping.** A worker about to park computes the earliest `next` of
 //! every wheel, after registering as a sleeper and its SeqCst fence, and
@@ -45,10 +49,12 @@
 //! and the end of a process remove the entry under its wheel's lock (any
 //! worker may take any wheel's lock, so the entry's memory is freed at
 //! once). A timer that fired just before (its event on the way) is no
-//! longer in the wheel; the process's record decides: a `Timer` event is
-//! accepted only while its record is there with a deadline already passed,
-//! so a cancelled timer's late event (or an earlier timer's, with the same
-//! tag re-armed) is dropped silently. What a cancelled timer costs: nothing
+//! longer in the wheel; the process's record decides: a firing becomes an
+//! event only if the record is there and names the same entry
+//! (`Record::armed_as`), so a cancelled timer's late firing (or an
+//! earlier arming's, with the same tag re-armed) is dropped silently, with
+//! no clock read and no lock; the re-armed timer's own firing is still to
+//! come. What a cancelled timer costs: nothing
 //! once cancelled, or, if it fired first, one event through the mailbox.
 //!
 //! Memory per pending timer: a 36-byte wheel entry plus a 24-byte record
@@ -60,7 +66,10 @@
 //! tick. How late it is: on an idle scheduler, the wake-up latency of a
 //! parked thread (a timed futex wait: Linux adds up to 50 µs of timer
 //! slack) plus at most one 16 µs tick; on a busy worker, the rest of the
-//! step in progress, since its worker checks the clock between steps; if
+//! step in progress, since its worker checks the clock between steps (or
+//! the next step too, if the deadline fell in the few hundred ns between
+//! the step's own timer insert and its end, whose clock reading the check
+//! after it reuses); if
 //! that step is long and another worker is awake (spinning or parked), the
 //! other fires it, so a long step delays a timer only while every worker is
 //! busy (steps cannot be preempted). Timers that fire more than
@@ -308,7 +317,9 @@ mod clock {
             self.nanos(at) >> TICK_SHIFT
         }
 
-        fn nanos(&self, at: Instant) -> u64 {
+        /// Nanoseconds from the origin to `at` (saturated).
+        #[inline]
+        pub(crate) fn nanos(&self, at: Instant) -> u64 {
             let since = at.saturating_duration_since(self.origin);
             u64::try_from(since.as_nanos()).unwrap_or(u64::MAX)
         }
@@ -318,18 +329,19 @@ mod clock {
             self.nanos(at).div_ceil(TICK_NANOS)
         }
 
-        /// The tick `after` from now, rounded up.
-        pub(crate) fn after(&self, after: Duration) -> u64 {
-            match Instant::now().checked_add(after) {
-                Some(at) => self.deadline(at),
-                None => u64::MAX >> TICK_SHIFT,
-            }
+        /// The tick `after` past `nanos` (a [`TimerClock::nanos`] reading),
+        /// rounded up: [`TimerClock::deadline`] of that instant plus
+        /// `after`, without converting a second `Instant` (saturated).
+        #[inline]
+        pub(crate) fn deadline_after(nanos: u64, after: Duration) -> u64 {
+            let after = u64::try_from(after.as_nanos()).unwrap_or(u64::MAX);
+            nanos.saturating_add(after).div_ceil(TICK_NANOS)
         }
 
-        /// How long from now until tick `tick` (zero if passed).
-        pub(crate) fn until(&self, tick: u64) -> Duration {
+        /// How long from `now` until tick `tick` (zero if passed).
+        pub(crate) fn until(&self, tick: u64, now: Instant) -> Duration {
             let at = Duration::from_nanos(tick.saturating_mul(TICK_NANOS));
-            let since = Instant::now().saturating_duration_since(self.origin);
+            let since = now.saturating_duration_since(self.origin);
             at.saturating_sub(since)
         }
 
@@ -369,21 +381,19 @@ pub(crate) struct Record {
     pub(crate) tag: u64,
     /// The wheel entry ([`Key::into_raw`]).
     key: u64,
-    /// Bits 0..47: deadline tick (saturated); bit 47: a command timeout
-    /// (else a `wake_*` timer); bits 48..64: the wheel's worker.
+    /// Bit 47: a command timeout (else a `wake_*` timer); bits 48..64:
+    /// the wheel's worker; the rest is zero. (No deadline: whether a firing
+    /// is this timer's is told by the key, [`Record::armed_as`].)
     meta: u64,
 }
 
 #[cfg(not(loom))]
 impl Record {
-    const DEADLINE: u64 = (1 << 47) - 1;
     const TIMEOUT: u64 = 1 << 47;
 
-    pub(crate) fn new(tag: u64, key: Key, deadline: u64, timeout: bool, wheel: usize) -> Self {
+    pub(crate) fn new(tag: u64, key: Key, timeout: bool, wheel: usize) -> Self {
         let wheel = u16::try_from(wheel).expect("at most 65,536 workers");
-        let meta = deadline.min(Self::DEADLINE)
-            | if timeout { Self::TIMEOUT } else { 0 }
-            | (u64::from(wheel) << 48);
+        let meta = if timeout { Self::TIMEOUT } else { 0 } | (u64::from(wheel) << 48);
         Record {
             tag,
             key: key.into_raw(),
@@ -395,10 +405,6 @@ impl Record {
         Key::from_raw(self.key)
     }
 
-    pub(crate) fn deadline(&self) -> u64 {
-        self.meta & Self::DEADLINE
-    }
-
     pub(crate) fn is_timeout(&self) -> bool {
         self.meta & Self::TIMEOUT != 0
     }
@@ -406,9 +412,58 @@ impl Record {
     pub(crate) fn wheel(&self) -> usize {
         (self.meta >> 48) as usize
     }
+
+    /// Whether `firing` is this record's timer firing, not an earlier
+    /// arming's of the same tag: the same wheel entry, by key and wheel.
+    pub(crate) fn armed_as(&self, firing: &Firing) -> bool {
+        self.key == firing.key && self.wheel() == usize::from(firing.wheel)
+    }
+}
+
+/// A timer's firing on its way to its process (the mailbox's
+/// `Item::Timer`): its tag, and which arming it is, named by the wheel entry
+/// it was (`wheel`, `key`). The worker holding the process accepts it only
+/// if the process's record names the same entry ([`Record::armed_as`]): a
+/// key is not reused until its entry's 32-bit generation wraps, so an
+/// earlier arming's late firing (its cancel came too late) never passes for
+/// the pending one, and the holder needs no clock to tell them apart.
+#[cfg(not(loom))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Firing {
+    pub(crate) tag: u64,
+    /// The entry's [`Key::into_raw`].
+    pub(crate) key: u64,
+    /// The worker whose wheel held it.
+    pub(crate) wheel: u16,
+    /// A command's timeout (a `TimedOut` completion), else `Event::Timer`.
+    pub(crate) timeout: bool,
 }
 
 #[cfg(not(loom))]
 mod api;
 #[cfg(not(loom))]
 pub(crate) use api::is_timer_made;
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::wheel::TICK_NANOS;
+    use super::TimerClock;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn a_deadline_after_a_reading_is_that_of_the_instant_after_it() {
+        let clock = TimerClock::new();
+        let now = Instant::now() + Duration::from_nanos(12_345);
+        for nanos in [0, 1, 16_383, 16_384, 16_385, 1_000_000, 3_600_000_000_007] {
+            let after = Duration::from_nanos(nanos);
+            let deadline = TimerClock::deadline_after(clock.nanos(now), after);
+            assert_eq!(deadline, clock.deadline(now + after), "{nanos} ns");
+            assert!(
+                deadline * TICK_NANOS >= clock.nanos(now) + nanos,
+                "never early"
+            );
+        }
+        let far = TimerClock::deadline_after(clock.nanos(now), Duration::MAX);
+        assert_eq!(far, u64::MAX.div_ceil(TICK_NANOS), "saturated");
+    }
+}

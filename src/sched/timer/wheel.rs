@@ -103,6 +103,10 @@ pub struct Fired {
     pub kind: TimerKind,
     /// Its deadline, in ticks.
     pub deadline: u64,
+    /// The key it had while pending: which arming of its tag this is (a
+    /// fired timer's event carries it, so that its process can tell it from
+    /// an earlier arming's without reading the clock: `timer/mod.rs`).
+    pub key: Key,
 }
 
 /// One timer: 36 bytes. `packed(4)` and the list and kind folded into
@@ -420,6 +424,10 @@ impl Wheel {
             tag: entry.tag,
             kind: entry.kind(),
             deadline: entry.deadline(),
+            key: Key {
+                index,
+                generation: entry.generation,
+            },
         };
         entry.set_list(FREE);
         entry.generation = entry.generation.wrapping_add(1);
@@ -498,6 +506,21 @@ mod tests {
         assert_eq!(wheel.cancel(c).map(|f| f.pid), Some(3));
         assert!(wheel.is_empty());
         assert_eq!(wheel.next_expiration(), None);
+    }
+
+    #[test]
+    fn a_fired_entry_names_its_arming_and_a_reuse_is_another() {
+        let mut wheel = Wheel::new();
+        let first = wheel.insert(3, 1, 7, TimerKind::Timer);
+        let mut out = Vec::new();
+        wheel.advance(3, &mut out);
+        assert_eq!(out.iter().map(|f| f.key).collect::<Vec<_>>(), vec![first]);
+        // The same entry, re-armed with the same tag: a different key, so
+        // the first firing's event cannot pass for the second's.
+        let second = wheel.insert(9, 1, 7, TimerKind::Timer);
+        assert_eq!(second.index, first.index, "the freed entry is reused");
+        assert_ne!(second, first);
+        assert_eq!(wheel.cancel(second).map(|f| f.key), Some(second));
     }
 
     #[test]

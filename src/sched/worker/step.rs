@@ -343,6 +343,8 @@ impl<P: Process> Local<P> {
                 Item::Event(event) => self.shared.undelivered(stale, event),
                 // A request that landed after its process's `close`.
                 Item::Signal(signal) => self.answer(stale, signal),
+                // A late timer of an earlier process: dropped silently.
+                Item::Timer(_) => {}
             }
             return None;
         }
@@ -352,30 +354,16 @@ impl<P: Process> Local<P> {
                 let (pid, reason) = self.receive_signal(body, signal)?;
                 return Some(Event::Down { pid, reason });
             }
+            // An event only if it is the pending arming's firing.
+            Item::Timer(firing) => return Self::accept_timer(body, &firing),
         };
-        if let Event::Timer { tag } = event {
-            // Cancelled, or re-armed, meanwhile: dropped silently.
-            return self.accept_timer(body, tag, false).then_some(event);
-        }
-        if let Event::Completion { tag, result } = &event {
+        if let Event::Completion { tag, .. } = &event {
             let tag = *tag;
-            let timed_out = matches!(result, Err(CommandError::TimedOut));
-            let pending = body.pending.iter().position(|&t| t == tag);
-            if timed_out && Self::has_timeout(body, tag) {
-                // Ours: only if it is this command's timeout, now due.
-                if pending.is_none() || !self.accept_timer(body, tag, true) {
-                    return None;
-                }
-            } else if timed_out && pending.is_none() {
-                // Our timeout, beaten by the completion: dropped silently.
-                return None;
-            } else if pending.is_some() {
-                // A completion beats its timeout, which goes.
-                self.cancel_record(body, tag, true);
-            }
-            match pending {
+            match body.pending.iter().position(|&t| t == tag) {
                 Some(at) => {
                     body.pending.swap_remove(at);
+                    // A completion beats its timeout, which goes.
+                    self.cancel_record(body, tag, true);
                 }
                 None => {
                     // Relaxed: a statistic.
@@ -528,6 +516,9 @@ impl<P: Process> Local<P> {
     /// to the body is live at `remove`, after which the slot may be reused
     /// by another thread while this frame still runs (see `Slot::body`).
     fn close(&mut self, slot: &Slot<P>, mut outcome: Outcome<P>, after_step: bool) {
+        // `close` runs user code: a tick read before it is too old for the
+        // next poll's purpose (`Local::timer_tick`).
+        self.timer_tick = None;
         let pid = slot.pid();
         slot.state.complete();
         let (process, joiner, carried, outside, mut links) = {
@@ -586,6 +577,9 @@ impl<P: Process> Local<P> {
             let to = Pid::new(pid.index(), envelope.generation);
             match envelope.item {
                 Item::Event(event) => self.shared.undelivered(to, event),
+                // A timer of this process or an earlier one: nobody waits
+                // for it (`timer/mod.rs`).
+                Item::Timer(_) => {}
                 // Requests that came since its last step: a monitor or link
                 // set now is told of this end below, like earlier ones.
                 Item::Signal(signal) if to == pid => {

@@ -8,8 +8,8 @@ use crate::process::timer::{TimerOp, When};
 use crate::process::{CommandError, Event, Pid, Process};
 use crate::sched::shared::phase;
 use crate::sched::table::{Body, Slot};
-use crate::sched::timer::wheel::TimerKind;
-use crate::sched::timer::{earliest, Record, TimerClock, LATE_NANOS, NEVER};
+use crate::sched::timer::wheel::{TimerKind, TICK_SHIFT};
+use crate::sched::timer::{earliest, Firing, Record, TimerClock, LATE_NANOS, NEVER};
 use crate::sync::Ordering;
 use std::time::Instant;
 
@@ -30,8 +30,11 @@ impl<P: Process> Local<P> {
         let mut ops = core::mem::take(&mut self.effects.timers);
         let shared = &*self.shared;
         let clock = &shared.timers.clock;
-        let now = Instant::now();
-        let now_tick = clock.tick(now); // one clock read for the step
+        // One clock read for the step, and for the next turn's poll of
+        // this worker's wheel (`Local::timer_tick`).
+        let now = clock.nanos(Instant::now());
+        let now_tick = now >> TICK_SHIFT;
+        self.timer_tick = Some((self.tick, now_tick));
         let mut lowered = false;
         for op in ops.drain(..) {
             let (tag, deadline, timeout) = match op {
@@ -40,22 +43,17 @@ impl<P: Process> Local<P> {
                     continue;
                 }
                 TimerOp::Wake { tag, when } => {
-                    let at = match when {
-                        When::After(after) => now.checked_add(after),
-                        When::At(at) => Some(at),
+                    let deadline = match when {
+                        When::After(after) => TimerClock::deadline_after(now, after),
+                        When::At(at) => clock.deadline(at),
                     };
-                    let deadline = at.map_or(u64::MAX >> 20, |at| clock.deadline(at));
                     (tag, deadline, false)
                 }
                 TimerOp::Timeout { tag, after } => {
                     if !body.pending.contains(&tag) {
                         continue; // completed already (an inline handler)
                     }
-                    let deadline = match now.checked_add(after) {
-                        Some(at) => clock.deadline(at),
-                        None => u64::MAX >> 20,
-                    };
-                    (tag, deadline, true)
+                    (tag, TimerClock::deadline_after(now, after), true)
                 }
             };
             // A timer re-armed with its tag replaces the pending one.
@@ -77,7 +75,7 @@ impl<P: Process> Local<P> {
                     // Most processes hold one timer: no room for four.
                     timers.reserve_exact(1);
                 }
-                timers.push(Record::new(tag, key, deadline, timeout, self.index));
+                timers.push(Record::new(tag, key, timeout, self.index));
             }
         }
         self.effects.timers = ops; // keep the buffer
@@ -124,34 +122,33 @@ impl<P: Process> Local<P> {
         true
     }
 
-    /// Whether a timer's event for `tag` (`timeout`: a `TimedOut`
-    /// completion) is the process's pending timer firing: its record is
-    /// there and its deadline has passed. Then the record goes. Otherwise
-    /// the event is stale (the timer was cancelled, or re-armed later, or
-    /// its command completed first) and the caller drops it silently.
-    pub(super) fn accept_timer(&self, body: &mut Body<P>, tag: u64, timeout: bool) -> bool {
-        let Some(extra) = body.extra.as_deref_mut() else {
-            return false;
+    /// The event of a timer's `firing`, if it is the process's pending
+    /// arming firing: its record is there and names the same wheel entry
+    /// (`Record::armed_as`). Then the record goes (and, for a command's
+    /// timeout, the command: a later completion of it is stale). Otherwise
+    /// the firing is stale (the timer was cancelled, or re-armed after it
+    /// fired, or its command completed first) and is dropped silently; a
+    /// re-armed timer's own firing is still to come. No clock read, and no
+    /// wheel lock: the entry left its wheel when it fired.
+    pub(super) fn accept_timer(body: &mut Body<P>, firing: &Firing) -> Option<Event<P>> {
+        let tag = firing.tag;
+        let command = if firing.timeout {
+            Some(body.pending.iter().position(|&t| t == tag)?)
+        } else {
+            None
         };
-        let timers = &mut extra.timers;
-        let Some(at) = (timers.iter()).position(|r| r.tag == tag && r.is_timeout() == timeout)
-        else {
-            return false;
-        };
-        if timers[at].deadline() > self.shared.timers.clock.now() {
-            return false; // an earlier timer of this tag; the new one is to come
-        }
-        let record = timers.swap_remove(at);
-        // The event may be an earlier timer's of this tag, whose deadline
-        // passed too: then this one is still in the wheel, and goes now.
-        let _ = self.shared.timers.wheels[record.wheel()].cancel(record.key());
-        true
-    }
-
-    /// Whether a completion's record says it is a timeout we set: a
-    /// `TimedOut` completion is ours if a timeout record of its tag exists.
-    pub(super) fn has_timeout(body: &Body<P>, tag: u64) -> bool {
-        body.timers().iter().any(|r| r.tag == tag && r.is_timeout())
+        let timers = &mut body.extra.as_deref_mut()?.timers;
+        let at = timers.iter().position(|r| r.armed_as(firing))?;
+        debug_assert!(timers[at].tag == tag && timers[at].is_timeout() == firing.timeout);
+        timers.swap_remove(at);
+        Some(match command {
+            None => Event::Timer { tag },
+            Some(at) => {
+                body.pending.swap_remove(at);
+                let result = Err(CommandError::TimedOut);
+                Event::Completion { tag, result }
+            }
+        })
     }
 
     /// Cancels every pending timer of a process being closed.
@@ -183,10 +180,22 @@ impl<P: Process> Local<P> {
 
     /// Fires this worker's own wheel if its next expiration `next` (not
     /// `NEVER`: the caller's one load and branch, `worker.rs`, keep an
-    /// unused timer system to that) has passed. Reads the clock.
+    /// unused timer system to that) has passed.
+    ///
+    /// Reads the clock, unless the step of the last loop turn read it
+    /// (`apply_timers`, `Local::timer_tick`): a churn of short steps that
+    /// each set a timer then reads it once per step, not twice. That tick
+    /// is older than now by the end of that step (no user code: `close`,
+    /// which runs some, drops it), so a timer due in between fires after
+    /// the next step instead of before it: later by at most one step (a
+    /// window of a few hundred ns per step to fall in), never early.
     #[inline(never)]
     pub(super) fn poll_own_timers(&mut self, next: u64) {
-        let now = self.shared.timers.clock.now();
+        // `tick` is still the last turn's: `find_local` counts this one.
+        let now = match self.timer_tick.take() {
+            Some((turn, tick)) if turn == self.tick => tick,
+            _ => self.shared.timers.clock.now(),
+        };
         if next <= now {
             self.fire_wheel(self.index, now, true);
         }
@@ -234,33 +243,35 @@ impl<P: Process> Local<P> {
                 late += 1;
             }
             let pid = Pid::from_raw(timer.pid);
-            let (event, kind) = match timer.kind {
-                TimerKind::Timer => (Event::Timer { tag: timer.tag }, Wake::Completion),
-                TimerKind::Timeout => {
-                    let result = Err(CommandError::TimedOut);
-                    (
-                        Event::Completion {
-                            tag: timer.tag,
-                            result,
-                        },
-                        Wake::Completion,
-                    )
+            let task = match timer.kind {
+                TimerKind::Send => {
+                    let Some(message) = messages_iter.next() else {
+                        continue; // unreachable: one message per entry
+                    };
+                    let nodes = Some(&mut self.nodes);
+                    match shared.deliver(pid, Event::Message(message), Wake::Message, nodes) {
+                        Ok(task) => task,
+                        // A process that ended: reported (`Shared::undelivered`).
+                        Err((_, event)) => {
+                            shared.undelivered(pid, event);
+                            None
+                        }
+                    }
                 }
-                TimerKind::Send => match messages_iter.next() {
-                    Some(message) => (Event::Message(message), Wake::Message),
-                    None => continue, // unreachable: one message per entry
-                },
+                kind => {
+                    let firing = Firing {
+                        tag: timer.tag,
+                        key: timer.key.into_raw(),
+                        wheel: w as u16,
+                        timeout: kind == TimerKind::Timeout,
+                    };
+                    // Refused (its process ended): dropped, nobody waits.
+                    shared.deliver_timer(pid, firing, &mut self.nodes)
+                }
             };
-            let nodes = Some(&mut self.nodes);
-            match shared.deliver(pid, event, kind, nodes) {
-                Ok(Some(task)) => {
-                    self.deque.push(task);
-                    woke += 1;
-                }
-                Ok(None) => {}
-                // A process that ended: a `send_after` message is reported,
-                // a timer's own event is dropped (`Shared::undelivered`).
-                Err((_, event)) => shared.undelivered(pid, event),
+            if let Some(task) = task {
+                self.deque.push(task);
+                woke += 1;
             }
         }
         drop(messages_iter);
