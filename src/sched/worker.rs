@@ -55,6 +55,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+mod close;
 mod signals;
 mod step;
 mod timers;

@@ -1,7 +1,7 @@
 //! Running one process: start its step (or close it), collect its events,
 //! step it, apply what it asked for (spawns, sends, commands), and end the
-//! step or close the process. The other half of the worker, `worker.rs`,
-//! finds the process.
+//! step or close the process (`close.rs`). The other half of the worker,
+//! `worker.rs`, finds the process.
 
 use super::signals::Before;
 use super::{Begun, Local};
@@ -506,121 +506,5 @@ impl<P: Process> Local<P> {
         }
         self.effects.commands = commands; // keep the buffer
         result
-    }
-
-    /// Ends the process: `close`, report leftovers, publish the outcome,
-    /// free the slot. `after_step`: right after a step of it (the trace
-    /// stamps the completion with that step's end).
-    ///
-    /// What it needs from the body is taken out in one block; no reference
-    /// to the body is live at `remove`, after which the slot may be reused
-    /// by another thread while this frame still runs (see `Slot::body`).
-    fn close(&mut self, slot: &Slot<P>, mut outcome: Outcome<P>, after_step: bool) {
-        // `close` runs user code: a tick read before it is too old for the
-        // next poll's purpose (`Local::timer_tick`).
-        self.timer_tick = None;
-        let pid = slot.pid();
-        slot.state.complete();
-        let (process, joiner, carried, outside, mut links) = {
-            // SAFETY: we still hold the process (Complete, not yet freed);
-            // the borrow ends with this block, before `remove`.
-            let body = unsafe { slot.body() };
-            body.pending.clear();
-            // Only a body with an extra part ever had timers (or a count).
-            let (outside, links) = if body.extra.is_some() {
-                self.cancel_all_timers(body);
-                // Zeroed even with no record left: this step's event may
-                // have taken the last one (a timer that fired) after the
-                // count.
-                self.publish_timer_count(body, slot);
-                let extra = body.extra.take().expect("checked above");
-                (extra.outside, extra.links)
-            } else {
-                (None, None)
-            };
-            (
-                body.process.take(),
-                body.joiner.take(),
-                core::mem::take(&mut body.carry),
-                outside,
-                links,
-            )
-        };
-        // Events the last step left or was not given: reported like those
-        // still queued, except the cancels the scheduler itself made and
-        // the `Down`s of its monitors.
-        if !carried.is_empty() {
-            for event in carried {
-                if !matches!(event, Event::Cancel(_) | Event::Down { .. }) {
-                    self.shared.undelivered(pid, event);
-                }
-            }
-        }
-        if let Some(mut process) = process {
-            let closed = catch_unwind(AssertUnwindSafe(move || {
-                process.close();
-                drop(process);
-            }));
-            if let Err(panic) = closed {
-                if outcome.is_ok() {
-                    outcome = Err(ProcessError::Panicked(panic_message(&*panic)));
-                }
-            }
-        }
-        let mut drained = 0;
-        let mut places = 0;
-        // SAFETY: we still hold the process (Complete, not yet freed): the
-        // only consumer of its queue.
-        while let Some(envelope) = unsafe { slot.events.pop_with(&mut self.nodes) } {
-            drained += 1;
-            places += u32::from(envelope.counted);
-            let to = Pid::new(pid.index(), envelope.generation);
-            match envelope.item {
-                Item::Event(event) => self.shared.undelivered(to, event),
-                // A timer of this process or an earlier one: nobody waits
-                // for it (`timer/mod.rs`).
-                Item::Timer(_) => {}
-                // Requests that came since its last step: a monitor or link
-                // set now is told of this end below, like earlier ones.
-                Item::Signal(signal) if to == pid => {
-                    let _ = links.get_or_insert_with(Default::default).receive(signal);
-                }
-                Item::Signal(signal) => self.answer(to, signal),
-            }
-        }
-        if places != 0 {
-            slot.bound.release(places);
-            self.released = true;
-        }
-        if self.shared.config.count_queued {
-            slot.count_drained(drained);
-        }
-        if matches!(outcome, Err(ProcessError::Shutdown)) {
-            // Relaxed: read by `shutdown` after `live()` reached zero; the
-            // Release store of this close's count in `table.remove` below
-            // (Acquire-loaded by `live()`) orders this increment before it.
-            self.shared.forced.fetch_add(1, Ordering::Relaxed);
-        }
-        if let Some(links) = links {
-            self.farewell(slot, pid, links, &outcome);
-        }
-        self.shared
-            .table
-            .remove(slot, self.index, &mut self.free.borrow_mut());
-        if let Some(ring) = &mut self.trace {
-            if after_step {
-                ring.record_effect(Kind::Complete, pid.into_raw());
-            } else {
-                ring.record(Kind::Complete, pid.into_raw(), 0);
-            }
-        }
-        match outside {
-            // A receiver: nothing more will come; no `on_complete`.
-            Some(inbox) => inbox.close(),
-            None => self.shared.hooks.complete(pid, &outcome),
-        }
-        if let Some(joiner) = joiner {
-            joiner.set(pid, outcome);
-        }
     }
 }
