@@ -283,36 +283,31 @@ impl<P: Process> Shared<P> {
     /// because shutdown began meanwhile: frees its slot and returns it
     /// (initialised). The creator still holds the process (nobody else can
     /// start it: it is in no run queue), so it may take the body.
+    ///
+    /// It does not pop the slot's mailbox. What is in it (shutdown's own
+    /// cancel, an event from a sender that guessed the PID, events stranded
+    /// there by the slot's previous process) is left to the stranded-events
+    /// report: shutdown's [`report_stranded`](Self::report_stranded), or the
+    /// one in `Drop` (the slot is never used again: its phase is past
+    /// RUNNING for good). A pop here could race shutdown's: shutdown does
+    /// not wait for a creator whose `insert` its `live()` did not see, and
+    /// one it did see gives its place back with a Relaxed decrement that
+    /// orders nothing, so the two would be consumers of one mailbox at once
+    /// (loom: `loom-tests/tests/drain.rs`,
+    /// `creator_withdrawing_as_shutdown_drains_leaves_the_mailbox_to_the_drain`).
     pub(crate) fn withdraw(&self, slot: &Slot<P>) -> Option<P> {
         // Ready -> Running -> Complete: the only way to Complete, and it
         // makes later notifiers see `Finished`.
         let _ = slot.state.start();
         slot.state.complete();
         // SAFETY: we hold the process (Running, queued nowhere); the
-        // reference ends before `withdraw_slot` frees the slot.
+        // reference ends before `Table::withdraw` frees the slot.
         let process = unsafe { slot.body() }.process.take();
         // SAFETY: as above; no other party holds the body.
         let body = unsafe { slot.body() };
         body.pending.clear();
         drop(body.joiner.take());
         drop(body.extra.take());
-        // Events sent to it meanwhile: shutdown's own cancel is dropped,
-        // anything else (a sender that guessed the PID) is reported.
-        let mut places = 0;
-        // SAFETY: we hold the process: the only consumer of its queue.
-        // Signals are dropped: no other party ever had its PID.
-        while let Some(envelope) = unsafe { slot.events.pop() } {
-            places += u32::from(envelope.counted);
-            if let Item::Event(event) = envelope.item {
-                if !matches!(event, Event::Cancel(_)) {
-                    let to = Pid::new(slot.index(), envelope.generation);
-                    self.undelivered(to, event);
-                }
-            }
-        }
-        if places != 0 {
-            self.release(slot, places);
-        }
         self.table.withdraw(slot);
         process
     }
@@ -549,13 +544,23 @@ impl<P: Process> Shared<P> {
     }
 
     /// Reports every event still in a mailbox: events accepted just as their
-    /// process ended and pushed after its worker drained it. They are
-    /// otherwise reported when the slot is next used.
+    /// process ended and pushed after its worker drained it, and events
+    /// left in the mailbox of a process its creator withdrew. They are
+    /// otherwise reported when the slot is next used. The scheduler's own
+    /// cancels (`Cancel::Shutdown`, sent by `shutdown`'s scan) are dropped:
+    /// nobody sent them, and their process is gone.
+    ///
+    /// A sender that read the phase before EXITING may still be pushing
+    /// while this runs (a mailbox's producers may race its consumer); what
+    /// it pushes after this drain is reported by the drain in `Drop`. Each
+    /// accepted event is so reported once: by its process's close, by this
+    /// drain, or by `Drop`'s (loom: `loom-tests/tests/drain.rs`).
     ///
     /// # Safety
     ///
-    /// No worker may run, and no delivery may be under way (phase EXITING
-    /// and the workers joined): the caller is every mailbox's only consumer.
+    /// The caller must be every mailbox's only consumer: no worker may run
+    /// (the workers are joined; `withdraw` never pops), and no other call
+    /// of this may overlap it. Deliveries may still be under way.
     pub(crate) unsafe fn report_stranded(&self) {
         for slot in self.table.slots() {
             let mut drained = 0;
@@ -564,8 +569,10 @@ impl<P: Process> Shared<P> {
                 drained += 1;
                 // A signal now has no one left to answer (see `links.rs`).
                 if let Item::Event(event) = envelope.item {
-                    let to = Pid::new(slot.pid().index(), envelope.generation);
-                    self.undelivered(to, event);
+                    if !matches!(event, Event::Cancel(_)) {
+                        let to = Pid::new(slot.pid().index(), envelope.generation);
+                        self.undelivered(to, event);
+                    }
                 }
             }
             if self.config.count_queued {
