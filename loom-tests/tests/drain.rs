@@ -7,8 +7,11 @@
 //! reported exactly once: by the close of its process, by shutdown's drain
 //! (`report_stranded`, after EXITING and the workers' join), or by the drain
 //! in `Drop for Shared`; an event it refused is handed back and never
-//! reported. A cancel the scheduler made itself (`Cancel::Shutdown`, the
-//! only cancel that travels in a mailbox) is never reported. Each drain is
+//! reported. The stranded-events report drops the cancels the scheduler
+//! made itself (`Cancel::Shutdown`, the only cancel that travels in a
+//! mailbox): shutdown's cancel to a withdrawn process is never reported
+//! (the close reports what it drains, cancels included, as
+//! `worker/step.rs` does). Each drain is
 //! then the mailbox's only consumer, even while a late sender (one that
 //! read the phase before EXITING) is still pushing: an MPSC queue's
 //! producers may race its consumer, its consumers may not race each other.
@@ -36,6 +39,10 @@
 //!   a `join` of the other threads stands for the last `Arc<Shared>` going
 //!   away, whose Release decrement and Acquire fence order every holder's
 //!   pushes before `Drop`.
+//!
+//! Every model tallies where its event ended in each execution (a drain,
+//! or refused and why) and fails if an outcome it must reach never
+//! happened, so a model loom runs blind does not pass vacuously.
 //!
 //! Each model's property fails if the protocol is broken: the canaries at
 //! the end run the same driver with one step broken (the `Drop` drain left
@@ -151,6 +158,8 @@ impl Tally {
             .iter()
             .map(|c| c.load(StdOrdering::Relaxed))
             .collect();
+        // Shown with `--nocapture`: executions by outcome, in `By` order.
+        eprintln!("outcomes: {counts:?}");
         for by in must {
             assert!(
                 counts[*by as usize] > 0,
@@ -470,6 +479,14 @@ fn model_delivery_racing_close(protocol: Protocol) -> StdArc<Tally> {
 /// data race on its `tail`; an event reported twice, or a node freed under
 /// the other). Now `withdraw` leaves the mailbox to the drains
 /// (`canary_a_withdraw_that_drains_races_the_shutdown_drain`).
+///
+/// **Where the scan starts.** The scan's load of the state word comes before
+/// the creator's `activate`, a load then a CAS: loom's DPOR never runs that
+/// CAS before the scan's load (`docs/proof/loom-limits.md`), so ungated no
+/// execution had the scan see the creator's process. The scan waits for one
+/// of the creator's milestones ([`Gate`]: 0, at once; 1 Ready; 2 Running;
+/// 3 Complete; 4 Free), one `loom::model` each, and the tally checks that
+/// some execution sent the cancel.
 #[test]
 fn creator_withdrawing_as_shutdown_drains_leaves_the_mailbox_to_the_drain() {
     let tally = model_creator_withdrawing(Protocol::REAL);
