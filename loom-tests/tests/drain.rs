@@ -11,10 +11,10 @@
 //! made itself (`Cancel::Shutdown`, the only cancel that travels in a
 //! mailbox): shutdown's cancel to a withdrawn process is never reported
 //! (the close reports what it drains, cancels included, as
-//! `worker/step.rs` does). Each drain is
-//! then the mailbox's only consumer, even while a late sender (one that
-//! read the phase before EXITING) is still pushing: an MPSC queue's
-//! producers may race its consumer, its consumers may not race each other.
+//! `worker/step.rs` does). Each drain is then the mailbox's only consumer,
+//! even while a late sender (one that read the phase before EXITING) is
+//! still pushing: an MPSC queue's producers may race its consumer, its
+//! consumers may not race each other.
 //!
 //! **What runs.** The real loom-built pieces: the phase word ([`Phase`]),
 //! the state word ([`StateWord`]), the process's [`Mailbox`] and the dump's
@@ -30,15 +30,21 @@
 //!   and `Table::remove`'s Release store of the closed count;
 //! - [`Sched::report_stranded`] is `Shared::report_stranded` (and, run after
 //!   every other thread has joined, `Drop for Shared`);
-//! - [`Sched::withdraw`] is `Shared::withdraw` with `Table::insert` before
-//!   it (`created` taken, `activate`, `Phase::admits`) and
-//!   `Table::withdraw` after (`free`, `created` given back);
+//! - [`Sched::create_and_withdraw`] is `Shared::withdraw` with
+//!   `Table::insert` before it (`created` taken, `activate`,
+//!   `Phase::admits`) and `Table::withdraw` after (`free`, `created` given
+//!   back);
 //! - the shutdown thread is `Scheduler::shutdown`: the scan, the wait for
 //!   `live() == 0` (`Table::live`: the closed count Acquire, `created`
 //!   Relaxed), `set_phase(EXITING)`, the workers' join, `report_stranded`;
 //!   a `join` of the other threads stands for the last `Arc<Shared>` going
 //!   away, whose Release decrement and Acquire fence order every holder's
 //!   pushes before `Drop`.
+//!
+//! The models: (a) a delivery racing EXITING and the drains, (b) the same
+//! racing a close on a worker, (c) a creator withdrawing as shutdown
+//! drains; each also checks the queued figure (`QueueCounts`: no underflow
+//! after shutdown's drain, zero after the last).
 //!
 //! Every model tallies where its event ended in each execution (a drain,
 //! or refused and why) and fails if an outcome it must reach never
@@ -136,7 +142,7 @@ enum By {
     Withdraw = 3,
     RefusedExiting = 4,
     RefusedEnded = 5,
-    /// Not an end: (d)'s scan saw the creator's process and sent it
+    /// Not an end: (c)'s scan saw the creator's process and sent it
     /// `Cancel::Shutdown`.
     ScanCancelled = 6,
 }
@@ -351,10 +357,10 @@ fn assert_once_or_refused(
     assert_eq!(s.counts.queued(), 0, "the queued figure after every drain");
 }
 
-/// (a) A sender (`Scheduler::send`, a completer) delivers to a process that
-/// is ending, while shutdown closes it (the worker's close, ordered before
-/// shutdown by the worker's join, here on the same thread), sets EXITING,
-/// drains, and lets go (`Drop`). The sender's phase read, its push and its
+/// (a) A sender (a completer, or a timer firing: a completion) delivers to
+/// a process that is ending, while shutdown closes it (the worker's close,
+/// ordered before shutdown by the worker's join, here on the same thread),
+/// sets EXITING, drains, and lets go (`Drop`). The sender's phase read, its push and its
 /// notify land anywhere in that: it is refused (EXITING, or the process
 /// already Complete), or its event is reported by the close, by shutdown's
 /// drain, or (pushed after that drain) by `Drop`'s: exactly once.
@@ -380,7 +386,7 @@ fn model_delivery_racing_exiting(protocol: Protocol) -> StdArc<Tally> {
         let (s, generation) = Sched::running();
         let sender = {
             let s = Arc::clone(&s);
-            thread::spawn(move || s.deliver(generation, 1, Wake::Message))
+            thread::spawn(move || s.deliver(generation, 1, Wake::Completion))
         };
         s.close();
         s.wait_until_nothing_live();
@@ -399,10 +405,10 @@ fn model_delivery_racing_exiting(protocol: Protocol) -> StdArc<Tally> {
     tally
 }
 
-/// (b) The same sender racing a worker that closes the process on its own
-/// thread (its close drains the mailbox) and shutdown, which waits for
-/// `live() == 0` (the close's Release count), sets EXITING, joins the worker
-/// and drains: the event is reported once, by whichever drain comes after
+/// (b) A sender of a message (`Scheduler::send`, a step's send) racing a
+/// worker that closes the process on its own thread (its close drains the
+/// mailbox) and shutdown, which waits for `live() == 0` (the close's
+/// Release count), sets EXITING, joins the worker and drains: the event is reported once, by whichever drain comes after
 /// its push (the close, shutdown's, `Drop`'s), or it is refused. The three
 /// drains pop one mailbox on three threads: loom checks that the closed
 /// count, the join and the last `Arc` order them.
@@ -462,7 +468,7 @@ fn model_delivery_racing_close(protocol: Protocol) -> StdArc<Tally> {
     tally
 }
 
-/// (d) A creator whose `init` began before STOPPING inserts its process
+/// (c) A creator whose `init` began before STOPPING inserts its process
 /// (Ready) while shutdown, already STOPPING, scans the slot (and, if it sees
 /// the process Ready, sends it `Cancel::Shutdown`), waits for `live() == 0`,
 /// sets EXITING and drains. The creator's `admits` refuses it and it
@@ -502,7 +508,7 @@ fn model_creator_withdrawing(protocol: Protocol) -> StdArc<Tally> {
     tally
 }
 
-/// Model (d) with shutdown's scan starting after the creator's milestone
+/// Model (c) with shutdown's scan starting after the creator's milestone
 /// `milestone` (0: at once).
 fn model_creator_withdrawing_from(protocol: Protocol, milestone: usize, seen: StdArc<Tally>) {
     loom::model(move || {
@@ -575,7 +581,7 @@ fn canary_draining_before_the_join_races_the_close() {
 }
 
 /// Canary: the `withdraw` before the fix, which popped the mailbox itself,
-/// races shutdown's drain. Proves model (d) can fail, and is the bug's
+/// races shutdown's drain. Proves model (c) can fail, and is the bug's
 /// regression check.
 #[test]
 #[should_panic(expected = "Causality violation")]
