@@ -294,7 +294,9 @@ impl<P: Process> Shared<P> {
     /// one it did see gives its place back with a Relaxed decrement that
     /// orders nothing, so the two would be consumers of one mailbox at once
     /// (loom: `loom-tests/tests/drain.rs`,
-    /// `creator_withdrawing_as_shutdown_drains_leaves_the_mailbox_to_the_drain`).
+    /// `creator_withdrawing_as_shutdown_drains_leaves_the_mailbox_to_the_drain`;
+    /// under Miri: `a_withdrawn_process_leaves_its_mailbox_to_the_stranded_events_report`
+    /// in `scheduler/tests.rs`).
     pub(crate) fn withdraw(&self, slot: &Slot<P>) -> Option<P> {
         // Ready -> Running -> Complete: the only way to Complete, and it
         // makes later notifiers see `Finished`.
