@@ -284,19 +284,12 @@ impl<P: Process> Shared<P> {
     /// (initialised). The creator still holds the process (nobody else can
     /// start it: it is in no run queue), so it may take the body.
     ///
-    /// It does not pop the slot's mailbox. What is in it (shutdown's own
-    /// cancel, an event from a sender that guessed the PID, events stranded
-    /// there by the slot's previous process) is left to the stranded-events
-    /// report: shutdown's [`report_stranded`](Self::report_stranded), or the
-    /// one in `Drop` (the slot is never used again: its phase is past
-    /// RUNNING for good). A pop here could race shutdown's: shutdown does
-    /// not wait for a creator whose `insert` its `live()` did not see, and
-    /// one it did see gives its place back with a Relaxed decrement that
-    /// orders nothing, so the two would be consumers of one mailbox at once
-    /// (loom: `loom-tests/tests/drain.rs`,
-    /// `creator_withdrawing_as_shutdown_drains_leaves_the_mailbox_to_the_drain`;
-    /// under Miri: `a_withdrawn_process_leaves_its_mailbox_to_the_stranded_events_report`
-    /// in `scheduler/tests.rs`).
+    /// It never pops the mailbox: what is in it (shutdown's cancel, a guessed
+    /// PID's event, events stranded by the slot's last process) is left to
+    /// [`report_stranded`](Self::report_stranded) (shutdown's, or `Drop`'s;
+    /// the slot is never reused past RUNNING). A pop here could race
+    /// shutdown's: nothing orders a withdrawal before its drain (loom:
+    /// `loom-tests/tests/drain.rs`; Miri: `scheduler/tests.rs`).
     pub(crate) fn withdraw(&self, slot: &Slot<P>) -> Option<P> {
         // Ready -> Running -> Complete: the only way to Complete, and it
         // makes later notifiers see `Finished`.
@@ -546,23 +539,16 @@ impl<P: Process> Shared<P> {
     }
 
     /// Reports every event still in a mailbox: events accepted just as their
-    /// process ended and pushed after its worker drained it, and events
-    /// left in the mailbox of a process its creator withdrew. They are
-    /// otherwise reported when the slot is next used. The scheduler's own
-    /// cancels (`Cancel::Shutdown`, sent by `shutdown`'s scan) are dropped:
-    /// nobody sent them, and their process is gone.
-    ///
-    /// A sender that read the phase before EXITING may still be pushing
-    /// while this runs (a mailbox's producers may race its consumer); what
-    /// it pushes after this drain is reported by the drain in `Drop`. Each
-    /// accepted event is so reported once: by its process's close, by this
-    /// drain, or by `Drop`'s (loom: `loom-tests/tests/drain.rs`).
+    /// process ended and pushed after its worker drained it, and those of a
+    /// withdrawn process (but the scheduler's own cancels). They are
+    /// otherwise reported when the slot is next used. A sender that read the
+    /// phase before EXITING may still push meanwhile; `Drop`'s drain reports
+    /// that event (loom: `loom-tests/tests/drain.rs`).
     ///
     /// # Safety
     ///
-    /// The caller must be every mailbox's only consumer: no worker may run
-    /// (the workers are joined; `withdraw` never pops), and no other call
-    /// of this may overlap it. Deliveries may still be under way.
+    /// The caller must be every mailbox's only consumer (the workers joined;
+    /// `withdraw` never pops). Deliveries may still be under way.
     pub(crate) unsafe fn report_stranded(&self) {
         for slot in self.table.slots() {
             let mut drained = 0;
