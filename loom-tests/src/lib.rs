@@ -40,12 +40,21 @@
 //!   nothing once the drain is visible; a sender waiting for room is never
 //!   missed by the drain that made it.
 //!
+//! - `drain.rs`: the shutdown drain and the stranded-events report
+//!   (`Shared::report_stranded`, `Drop for Shared`): a delivery racing
+//!   phase EXITING, its process's close and shutdown's drain is refused or
+//!   reported exactly once (by the close, shutdown's drain or `Drop`'s); a
+//!   creator withdrawing its process as shutdown drains leaves the mailbox
+//!   to the drain (the race it found); the queued figure stays consistent.
+//!   Tallies where each event ended, so a blind model fails; canaries show
+//!   each model failing with a step of the protocol broken.
+//!
 //! - `limits.rs`: not a model of `stepsched` but a canary for loom itself:
 //!   the DPOR blind spot that [`Gate`] works around
 //!   (`docs/proof/loom-limits.md`) is still there.
 //!
-//! About 50 s of model checking in all on two cores (plus the build), most
-//! of it the two-worker idle models (36 s).
+//! About 55 s of model checking in all on two cores (plus the build), most
+//! of it the two-worker idle models (36 s); `drain.rs` adds about 5 s.
 
 #[cfg(loom)]
 mod gate;

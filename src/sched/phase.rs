@@ -20,7 +20,8 @@
 //! shutdown's scan sees the slot Ready (it sends it `Cancel::Shutdown`, and
 //! waits for it); if shutdown's does, the creator reads STOPPING and
 //! withdraws the process, handing it back. Both may happen (the withdrawn
-//! process's cancel is dropped with it); neither missing is impossible. loom:
+//! process's cancel stays in its mailbox and is dropped by the
+//! stranded-events report); neither missing is impossible. loom:
 //! `loom-tests/tests/phase.rs`. Built under loom, hence `#[doc(hidden)] pub`.
 
 use crate::sync::{fence, AtomicUsize, Ordering};

@@ -473,8 +473,11 @@ impl<P: Process> Scheduler<P> {
                 let _ = handle.join();
             }
             shared.trace_phase("joined");
-            // SAFETY: every worker has exited, and deliveries are refused
-            // from now on (phase EXITING): this thread is the only consumer.
+            // SAFETY: every worker has exited and `withdraw` never pops, so
+            // this thread is every mailbox's only consumer. (A sender that
+            // read the phase before EXITING may still push: a producer may
+            // race the consumer, and `Drop for Shared` reports what it
+            // pushes after this drain; loom: `loom-tests/tests/drain.rs`.)
             unsafe { shared.report_stranded() };
         }
         // Otherwise a worker is inside a step that never returned: it cannot

@@ -284,41 +284,27 @@ impl<P: Process> Shared<P> {
     /// because shutdown began meanwhile: frees its slot and returns it
     /// (initialised). The creator still holds the process (nobody else can
     /// start it: it is in no run queue), so it may take the body.
+    ///
+    /// It never pops the mailbox: what is in it (shutdown's cancel, a guessed
+    /// PID's event, events stranded by the slot's last process) is left to
+    /// [`report_stranded`](Self::report_stranded) (shutdown's, or `Drop`'s;
+    /// the slot is never reused past RUNNING). A pop here could race
+    /// shutdown's: nothing orders a withdrawal before its drain (loom:
+    /// `loom-tests/tests/drain.rs`; Miri: `scheduler/tests.rs`).
     pub(crate) fn withdraw(&self, slot: &Slot<P>) -> Option<P> {
         // Ready -> Running -> Complete: the only way to Complete, and it
         // makes later notifiers see `Finished`.
         let _ = slot.state.start();
         slot.state.complete();
         // SAFETY: we hold the process (Running, queued nowhere); the
-        // reference ends before `withdraw_slot` frees the slot.
+        // reference ends before `Table::withdraw` frees the slot.
         let process = unsafe { slot.body() }.process.take();
         // SAFETY: as above; no other party holds the body.
         let body = unsafe { slot.body() };
         body.pending.clear();
         drop(body.joiner.take());
         drop(body.extra.take());
-        // Events sent to it meanwhile: shutdown's own cancel is dropped,
-        // anything else (a sender that guessed the PID) is reported.
-        let mut places = 0;
-        // SAFETY: we hold the process: the only consumer of its queue.
-        // Signals are dropped: no other party ever had its PID.
-        while let Some(envelope) = unsafe { slot.events.pop() } {
-            places += u32::from(envelope.counted);
-            if let Item::Event(event) = envelope.item {
-                if !matches!(event, Event::Cancel(_)) {
-                    let to = Pid::new(slot.index(), envelope.generation);
-                    self.undelivered(to, event);
-                }
-            }
-        }
-        if places != 0 {
-            slot.bound.release(places);
-        }
         self.table.withdraw(slot);
-        if places != 0 {
-            // After the free's RMW of the state word (`bound.rs`, `Room`).
-            self.room.made();
-        }
         process
     }
 
@@ -558,13 +544,16 @@ impl<P: Process> Shared<P> {
     }
 
     /// Reports every event still in a mailbox: events accepted just as their
-    /// process ended and pushed after its worker drained it. They are
-    /// otherwise reported when the slot is next used.
+    /// process ended and pushed after its worker drained it, and those of a
+    /// withdrawn process (but the scheduler's own cancels). They are
+    /// otherwise reported when the slot is next used. A sender that read the
+    /// phase before EXITING may still push meanwhile; `Drop`'s drain reports
+    /// that event (loom: `loom-tests/tests/drain.rs`).
     ///
     /// # Safety
     ///
-    /// No worker may run, and no delivery may be under way (phase EXITING
-    /// and the workers joined): the caller is every mailbox's only consumer.
+    /// The caller must be every mailbox's only consumer (the workers joined;
+    /// `withdraw` never pops). Deliveries may still be under way.
     pub(crate) unsafe fn report_stranded(&self) {
         for slot in self.table.slots() {
             let mut drained = 0;
@@ -573,8 +562,10 @@ impl<P: Process> Shared<P> {
                 drained += 1;
                 // A signal now has no one left to answer (see `links.rs`).
                 if let Item::Event(event) = envelope.item {
-                    let to = Pid::new(slot.pid().index(), envelope.generation);
-                    self.undelivered(to, event);
+                    if !matches!(event, Event::Cancel(_)) {
+                        let to = Pid::new(slot.pid().index(), envelope.generation);
+                        self.undelivered(to, event);
+                    }
                 }
             }
             if self.config.count_queued {

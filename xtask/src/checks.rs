@@ -34,15 +34,30 @@ pub const MAP: &[(&str, &[&str])] = &[
     // items whose contents are loom cells (causality errors).
     ("src/deque/", &["loom:deque"]),
     // The MPSC queue and its users (mailbox, global queue) are loom-built.
+    // `loom:drain`: the shutdown drain pops a mailbox that the close popped
+    // on another thread while a late sender pushes (kills the link's
+    // Release and `take_next`'s Acquire).
     (
         "src/mpsc/",
-        &["loom:mpsc", "loom:mailbox", "loom:global_queue"],
+        &[
+            "loom:mpsc",
+            "loom:mailbox",
+            "loom:global_queue",
+            "loom:drain",
+        ],
     ),
     // `loom:dump`: the dump's first read of the state word (`load`'s Acquire);
-    // `loom:bound`: `touch`, the meeting of a waiting sender and a holder.
+    // `loom:bound`: `touch`, the meeting of a waiting sender and a holder;
+    // `loom:drain`: deliveries racing the close and the shutdown drain.
     (
         "src/process/state.rs",
-        &["loom:state", "loom:handoff", "loom:dump", "loom:bound"],
+        &[
+            "loom:state",
+            "loom:handoff",
+            "loom:dump",
+            "loom:bound",
+            "loom:drain",
+        ],
     ),
     // `output.rs` reads the monitor's preemption request.
     (
@@ -52,17 +67,22 @@ pub const MAP: &[(&str, &[&str])] = &[
     ("src/sched/idle.rs", &["loom:idle", "test:sched_parking"]),
     // The process table's pages and free list are loom-built.
     ("src/sched/slab.rs", &["loom:table"]),
-    // The phase word is loom-built (the Dekker pair with `create`).
+    // The phase word is loom-built (the Dekker pair with `create`;
+    // `loom:drain`: deliveries racing EXITING and the stranded-events drain).
     (
         "src/sched/phase.rs",
-        &["loom:phase", "test:sched_shutdown_races"],
+        &["loom:phase", "loom:drain", "test:sched_shutdown_races"],
     ),
     (
         "src/sched/global.rs",
         &["loom:global_queue", "test:global_queue"],
     ),
-    // The dump's figures and its read of a slot are loom-built.
-    ("src/sched/figures.rs", &["loom:dump", "test:sched_dump"]),
+    // The dump's figures and its read of a slot are loom-built
+    // (`loom:drain`: the queued counts across the shutdown drain).
+    (
+        "src/sched/figures.rs",
+        &["loom:dump", "loom:drain", "test:sched_dump"],
+    ),
     // Monitors and links: their bookkeeping is loom-built; the one ordering
     // (the dump's Relaxed counts) is a figure, checked by the tests.
     ("src/sched/links.rs", &["loom:links", "test:sched_links"]),

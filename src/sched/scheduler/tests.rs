@@ -118,3 +118,71 @@ fn a_half_done_push_makes_idle_workers_back_off_not_spin_on_the_sleepers_lock() 
         "{cancelled} cancelled parks in the hold: idle workers loop hot on a half-done push"
     );
 }
+
+/// A creator withdraws its process (shutdown began during its `init`)
+/// while shutdown, whose scan may have seen it, waits for `live()` to reach
+/// zero and then drains every mailbox (`report_stranded`). `withdraw` used
+/// to pop the slot's mailbox itself, and nothing ordered that pop before
+/// the drain's (`Table::withdraw` gives the live count back with a Relaxed
+/// decrement): two consumers of one mailbox. The two never overlap in time
+/// here, but Miri's and TSan's race detectors see the missing
+/// happens-before on the mailbox's `tail`: with the old `withdraw`, Miri
+/// reports "Data race detected" with seeds 1, 2 and 3 (with seed 0 the
+/// withdrawal runs between the scan's push and its notify, whose Acquire
+/// load of the state word then orders it; loom's model is the check that
+/// never misses). Now `withdraw` leaves the
+/// mailbox to the drain, which reports the message sent to the withdrawn
+/// process once and drops shutdown's own cancel. loom:
+/// `loom-tests/tests/drain.rs`, `creator_withdrawing_as_shutdown_drains_leaves_the_mailbox_to_the_drain`.
+#[test]
+fn a_withdrawn_process_leaves_its_mailbox_to_the_stranded_events_report() {
+    let reported = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let scheduler = {
+        let reported = Arc::clone(&reported);
+        Scheduler::<Gated>::builder()
+            .workers(1)
+            .count_queued_events(true)
+            .on_undelivered(move |pid, event| {
+                let cancel = matches!(event, Event::Cancel(_));
+                reported.lock().unwrap().push((pid, cancel));
+            })
+            .build()
+            .unwrap()
+    };
+    let shared = Arc::clone(&scheduler.shared);
+    let process = Gated {
+        started: Arc::new(AtomicUsize::new(0)),
+        gate: Arc::new(AtomicBool::new(true)),
+        hold: false,
+    };
+    // A creator past its insert: Ready, queued nowhere.
+    let pid = (shared.create(process, "run", (), None, Default::default(), None))
+        .unwrap_or_else(|_| panic!("create"))
+        .pid();
+    // A sender that guessed the PID.
+    assert!(matches!(
+        shared.deliver(pid, Event::Message(()), Wake::Message, None),
+        Ok(None)
+    ));
+    let creator = std::thread::spawn(move || {
+        // Its `admits` refuses once shutdown has begun. It withdraws after
+        // shutdown's scan has counted its cancel (the queued figure), so
+        // that the scan saw it and the drain waits for it: what orders the
+        // drain after the withdrawal is then the live count's Relaxed
+        // decrement, which orders nothing.
+        let slot = shared.table.get(pid.index()).expect("its slot");
+        while slot.counts.queued() < 2 {
+            std::thread::yield_now();
+        }
+        assert!(!shared.phase.admits());
+        shared.withdraw(slot).is_some()
+    });
+    let report = scheduler.shutdown(Duration::from_secs(60));
+    assert!(creator.join().unwrap(), "the process is handed back");
+    assert_eq!((report.stuck, report.timed_out), (0, false));
+    assert_eq!(
+        *reported.lock().unwrap(),
+        vec![(pid, false)],
+        "the message reported once, the scheduler's cancel never"
+    );
+}
