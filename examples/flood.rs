@@ -22,7 +22,7 @@
 //!
 //! The crate gives its memory back (held: +0.2 MiB after a 5M flood), but
 //! with glibc's malloc under its default settings the RSS stays at its
-//! height: +26 to +95 MiB in three runs here. The example prints where it
+//! height: +26 to +131 MiB in six runs here. The example prints where it
 //! is (`rss by mapping`, from `/proc/self/smaps`, and glibc's `mallinfo`):
 //!
 //! - Nearly all of it is in the *thread arenas of the two sender threads*
@@ -43,16 +43,19 @@
 //!   consolidates every arena and releases the whole pages of free chunks
 //!   in its bins, but it never trims the *top chunk* of a thread arena (the
 //!   free space above the arena's highest chunk in use, which only a large
-//!   free in that arena gives back). Page residency (`/proc/self/pagemap`)
-//!   after the trim shows exactly that: a fully resident tail in each
+//!   free in that arena gives back). Page residency after the trim (read
+//!   from `/proc/self/pagemap` by a diagnostic copy of this example) shows
+//!   exactly that: a fully resident tail in each
 //!   sender arena, above its highest live chunk. So what stays depends on
-//!   where the last chunks in use sit: +4.8, +36.7 and +55 MiB in runs
-//!   here; with the scheduler shut down first (no node cached anywhere)
-//!   one whole arena stayed resident (+59.6 MiB).
+//!   where the last chunks in use sit: +4.8 to +59 MiB in five runs here
+//!   (the trim itself took 16 to 43 ms); with the scheduler shut down
+//!   first (no node cached anywhere) one whole arena stayed resident
+//!   (+59.6 MiB).
 //! - With one arena (`GLIBC_TUNABLES=glibc.malloc.arena_max=1`) every node
 //!   comes from the main heap, whose top `malloc_trim` does give back
-//!   (through `sbrk`): then RSS comes back to within 0.5 MiB of where it
-//!   started. One arena alone changes nothing (fast bins again).
+//!   (through `sbrk`): then RSS comes back to within 3 MiB of where it
+//!   started (+0.5 to +2.9 MiB in three runs). One arena alone changes
+//!   nothing (fast bins again).
 //!
 //! So the crate cannot give this memory back by itself while each node is
 //! a `malloc` of its sender's: a `malloc_trim` of its own would be a
@@ -61,6 +64,11 @@
 //! run with one arena and call `malloc_trim(0)` from its own idle path
 //! (for example from [`Builder::on_park`](stepsched::sched::Builder::on_park)
 //! after a burst), or use an allocator that returns memory by itself.
+//! For the crate to do it by default it would have to own the nodes'
+//! memory (blocks it frees or unmaps whole): then every node still in use
+//! pins its whole block (each mailbox's stub is the node of the last
+//! message it received, and worker caches and the depot keep thousands),
+//! so that is a node allocator of its own, not a small change.
 //!
 //! # Arguments
 //!
