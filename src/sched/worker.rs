@@ -73,18 +73,20 @@ const RUNNEXT_STREAK: u32 = 61;
 const CLOCK_ROUNDS: u32 = 8;
 
 /// How many free mailbox nodes a worker keeps, at least: most steps send
-/// a few messages. The cache holds up to two steps' worth of events (see
-/// `node_cache`), so that a step that drains a full mailbox and one that
-/// sends a burst (a fan-out, a monitor churn) recycle each other's nodes
-/// instead of freeing and allocating them: with 256, `_int_free` and
-/// `malloc` were a third of the instructions of `links`'s pair churn.
+/// a few messages.
 const NODE_CACHE: usize = 256;
 
 /// The node cache's limit for a scheduler whose steps take at most
-/// `events_per_step` events: at most ~100 KiB per worker for the default
-/// 1,024 and small messages, a bound, so it comes back after a burst.
+/// `events_per_step` events: sixteen steps' worth (16,384 nodes by
+/// default, 1 MiB for small messages), so that a step that sends a burst
+/// (a fan-out to 10,000 processes, a monitor churn) and the steps that
+/// drain its replies recycle each other's nodes instead of freeing and
+/// allocating them. With two steps' worth, `malloc` and `free` were ~10% of
+/// `fan_out_fan_in`'s samples and the instructions 13% more (callgrind);
+/// with 256, a third of `links`'s pair churn. A bound, so it comes back
+/// after a burst.
 fn node_cache(events_per_step: usize) -> usize {
-    events_per_step.saturating_mul(2).max(NODE_CACHE)
+    events_per_step.saturating_mul(16).max(NODE_CACHE)
 }
 
 /// How many parks in a row a worker withdraws from (the re-check saw work
