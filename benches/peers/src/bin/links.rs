@@ -15,6 +15,14 @@
 //!   chain of tasks, each awaiting the previous one's `oneshot` sender
 //!   being dropped and then dropping its own.
 //!
+//! The BEAM side, the same three shapes on Erlang/OTP with two schedulers
+//! (`apt-get install erlang-base`):
+//!
+//! ```text
+//! erlc -o /tmp benches/peers/erlang/links.erl
+//! erl -noshell +S 2 -pa /tmp -s links main -s init stop
+//! ```
+//!
 //! Workers: 2 for both. Anchors from the issue (2 cores): pair BEAM 149 ns;
 //! Down p50/p99 tokio 90-100 ns / 5.8-8.5 µs, BEAM 701 / 902 ns; chain per
 //! process tokio 223 ns, BEAM 1,125 ns.
