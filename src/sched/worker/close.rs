@@ -25,31 +25,30 @@ impl<P: Process> Local<P> {
         self.timer_tick = None;
         let pid = slot.pid();
         slot.state.complete();
-        let (process, joiner, carried, outside, mut links) = {
+        let (process, joiner, carried, mut extra) = {
             // SAFETY: we still hold the process (Complete, not yet freed);
             // the borrow ends with this block, before `remove`.
             let body = unsafe { slot.body() };
             body.pending.clear();
             // Only a body with an extra part ever had timers (or a count).
-            let (outside, links) = if body.extra.is_some() {
+            if body.extra.is_some() {
                 self.cancel_all_timers(body);
                 // Zeroed even with no record left: this step's event may
                 // have taken the last one (a timer that fired) after the
                 // count.
                 self.publish_timer_count(body, slot);
-                let extra = body.extra.take().expect("checked above");
-                (extra.outside, extra.links)
-            } else {
-                (None, None)
-            };
+            }
             (
                 body.process.take(),
                 body.joiner.take(),
                 core::mem::take(&mut body.carry),
-                outside,
-                links,
+                // Freed at the end, after the `Down`s and exits are sent:
+                // not on the way from the end to the watchers.
+                body.extra.take(),
             )
         };
+        let outside = extra.as_mut().and_then(|e| e.outside.take());
+        let mut links = extra.as_mut().and_then(|e| e.links.take());
         // Events the last step left or was not given: reported like those
         // still queued, except the cancels the scheduler itself made and
         // the `Down`s of its monitors.
@@ -126,5 +125,6 @@ impl<P: Process> Local<P> {
         if let Some(joiner) = joiner {
             joiner.set(pid, outcome);
         }
+        drop(extra);
     }
 }
