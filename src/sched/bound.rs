@@ -139,7 +139,7 @@ impl Bound {
             .store(released.wrapping_add(n), Ordering::Release);
     }
 
-    /// Places taken now (a snapshot, for tests and the dump). Never more
+    /// Places taken now (a snapshot, for the loom models). Never more
     /// than the limit plus the releases this reader has not seen yet, and
     /// never "negative" (module docs).
     pub fn queued(&self) -> u32 {
