@@ -38,8 +38,10 @@
 //! Links are the same, both ways: `link(p)` records `p` in the caller's
 //! `linked` list and sends [`Signal::Link`] to `p`, which records the
 //! caller; a refused or raced request comes back as `Exit(p, NoProc)`. When
-//! a process ends it sends [`Signal::Exit`]`(me, reason)` to every linked
-//! process; the receiver acts on it only if the sender is still in its
+//! a process ends it sends an exit signal ([`Signal::exit`]`(me, reason)`:
+//! the reason inline unless it carries a summary, so a chain of links
+//! allocates nothing) to every linked process; the receiver acts on it
+//! only if the sender is still in its
 //! `linked` list (removing it, so an exit acts once): a normal end just
 //! unlinks, a trapping receiver gets `Event::Down`, any other is ended
 //! (reason [`ExitReason::Linked`]) before its next step.
