@@ -75,6 +75,7 @@
 //! busy (steps cannot be preempted). Timers that fire more than
 //! [`LATE_NANOS`] after their deadline are counted as late in `stats()`.
 
+mod entry;
 pub mod wheel;
 
 use crate::padded::CachePadded;

@@ -28,7 +28,10 @@
 //! between a fire and the cancel that follows it.
 //!
 //! An entry is 36 bytes (deadline with its list and kind, PID, tag, two
-//! links, generation); the slab never shrinks.
+//! links, generation), in a slab of fixed chunks (`entry.rs`) that never
+//! shrinks.
+
+use super::entry::{Entries, Entry};
 
 /// Nanoseconds per tick, as a shift: 2^14 ns = 16.384 µs. Fine enough that
 /// rounding a deadline up to a tick adds at most 16 µs (a third of Linux's
@@ -50,7 +53,7 @@ const HORIZON: u64 = 1 << (LEVEL_BITS * LEVELS as u32);
 /// current slot (where it would look due at once and be re-placed there
 /// forever); it is re-placed when its slot comes up.
 const FURTHEST: u64 = HORIZON - (HORIZON >> LEVEL_BITS);
-const NIL: u32 = u32::MAX;
+pub(super) const NIL: u32 = u32::MAX;
 /// `Entry::list` of a free entry.
 const FREE: u16 = 1023;
 /// `Entry::list` of an entry in the due list.
@@ -109,62 +112,10 @@ pub struct Fired {
     pub key: Key,
 }
 
-/// One timer: 36 bytes. `packed(4)` and the list and kind folded into
-/// the deadline's word keep it under 40 (with a 24-byte record in the
-/// process's body, a pending timer costs 60 bytes); fields are only ever
-/// read and written by value, never borrowed.
-#[repr(C, packed(4))]
-struct Entry {
-    /// Bits 0..52: deadline tick; 52..62: `list`; 62..64: `kind`.
-    word: u64,
-    pid: u64,
-    tag: u64,
-    next: u32,
-    prev: u32,
-    generation: u32,
-}
-
-const DEADLINE_BITS: u32 = 52;
-/// The furthest deadline an entry holds, in ticks (about 2,300 years);
-/// later ones are saturated to it.
-const MAX_DEADLINE: u64 = (1 << DEADLINE_BITS) - 1;
-/// `Entry::list` values fit in 10 bits: 448 slots, `DUE`, `FREE`.
-const LIST_MASK: u64 = (1 << 10) - 1;
-
-impl Entry {
-    fn deadline(&self) -> u64 {
-        self.word & MAX_DEADLINE
-    }
-
-    /// `level * 64 + slot`, or `DUE`, or `FREE`.
-    fn list(&self) -> u16 {
-        ((self.word >> DEADLINE_BITS) & LIST_MASK) as u16
-    }
-
-    fn set_list(&mut self, list: u16) {
-        let word = self.word & !(LIST_MASK << DEADLINE_BITS);
-        self.word = word | (u64::from(list) & LIST_MASK) << DEADLINE_BITS;
-    }
-
-    fn kind(&self) -> TimerKind {
-        match self.word >> 62 {
-            0 => TimerKind::Timer,
-            1 => TimerKind::Timeout,
-            _ => TimerKind::Send,
-        }
-    }
-
-    fn pack(deadline: u64, list: u16, kind: TimerKind) -> u64 {
-        deadline.min(MAX_DEADLINE)
-            | (u64::from(list) & LIST_MASK) << DEADLINE_BITS
-            | (kind as u64) << 62
-    }
-}
-
 /// The wheel. Not synchronised: each worker's sits behind its own mutex
 /// (`TimerWheel` in `mod.rs`).
 pub struct Wheel {
-    entries: Vec<Entry>,
+    entries: Entries,
     /// Head of the free list (through `Entry::next`).
     free: u32,
     /// Head and tail of each slot's list, and of the due list (last).
@@ -188,7 +139,7 @@ impl Wheel {
     pub fn new() -> Self {
         let lists = LEVELS * SLOTS + 1;
         Wheel {
-            entries: Vec::new(),
+            entries: Entries::default(),
             free: NIL,
             heads: vec![NIL; lists].into_boxed_slice(),
             tails: vec![NIL; lists].into_boxed_slice(),
