@@ -535,16 +535,23 @@ mod tests {
                 "loom:mpsc",
                 "loom:mailbox",
                 "loom:global_queue",
+                "loom:drain",
                 "miri:lib=mpsc::tests"
             ]
         );
         assert_eq!(
             checks_for("src/process/state.rs", false),
-            ["loom:state", "loom:handoff", "loom:dump"]
+            [
+                "loom:state",
+                "loom:handoff",
+                "loom:dump",
+                "loom:bound",
+                "loom:drain"
+            ]
         );
         assert_eq!(
             checks_for("src/sched/figures.rs", false),
-            ["loom:dump", "test:sched_dump"]
+            ["loom:dump", "loom:drain", "test:sched_dump"]
         );
         assert_eq!(
             checks_for("src/sched/monitor.rs", false),
