@@ -371,7 +371,19 @@ fn shutdown_closes_processes_that_keep_continuing() {
 
 #[test]
 fn a_step_that_outlasts_the_grace_period_is_reported_stuck_and_closed_when_it_returns() {
-    let (tally, _, scheduler) = setup();
+    let tally = Arc::new(Tally::default());
+    // The shutdown's cancel reaches the mailbox while the step runs, and
+    // the process is closed by force without another step: the cancel was
+    // for it alone and is not reported as undelivered.
+    let reported = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&reported);
+    let scheduler = Scheduler::<Stubborn>::builder()
+        .workers(2)
+        .on_undelivered(move |_, _| {
+            counted.fetch_add(1, Ordering::SeqCst);
+        })
+        .build()
+        .unwrap();
     let sleeper = start(&scheduler, &tally, "sleep_long");
     wait_first_steps("the long step to start", &tally, 1);
     let report = scheduler.shutdown(ms(100));
@@ -382,6 +394,12 @@ fn a_step_that_outlasts_the_grace_period_is_reported_stuck_and_closed_when_it_re
     // was closed.
     assert_eq!(sleeper.join(), Err(ProcessError::Shutdown));
     assert_eq!(tally.closes(), 1);
+    assert_eq!(tally.shutdown_cancels(), 0, "no step saw the cancel");
+    assert_eq!(
+        reported.load(Ordering::SeqCst),
+        0,
+        "the cancel was reported"
+    );
 }
 
 /// A process whose step is running when the 100 ms timeout passes, and

@@ -327,7 +327,10 @@ impl<P: Process> Builder<P> {
 
     /// Receives every event that was accepted but reached no process (its
     /// target ended first), and messages sent from a step to a process that
-    /// cannot take them: nothing is dropped silently.
+    /// cannot take them: nothing is dropped silently. The scheduler's own
+    /// `Event::Cancel`s (a shutdown's or a terminate's, meant for the
+    /// process alone) are not reported, nor are the timer events of a
+    /// process that ended (a `send_after` message is).
     ///
     /// It runs on the worker that found the event (while it holds the
     /// process the event was for, or closes it), or at the end of

@@ -79,6 +79,10 @@ impl<P: Process> Local<P> {
             places += u32::from(envelope.counted);
             let to = Pid::new(pid.index(), envelope.generation);
             match envelope.item {
+                // The scheduler's own cancels (a shutdown's, a terminate's)
+                // were for this process alone: dropped, as when carried,
+                // and as the stranded-events report does.
+                Item::Event(Event::Cancel(_)) => {}
                 Item::Event(event) => self.shared.undelivered(to, event),
                 // A timer of this process or an earlier one: nobody waits
                 // for it (`timer/mod.rs`).
