@@ -47,6 +47,8 @@ mod error;
 #[cfg(not(loom))]
 mod handler;
 #[cfg(not(loom))]
+mod hooks;
+#[cfg(not(loom))]
 mod join;
 #[cfg(not(loom))]
 mod monitor;
