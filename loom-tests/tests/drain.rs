@@ -327,6 +327,16 @@ impl Sched {
     }
 }
 
+/// `Drop for Shared`'s drain, unless the protocol under test leaves it out.
+/// Called once every other party has let go.
+fn drop_drain(s: &Sched, protocol: Protocol) {
+    if protocol.drop_drains {
+        // SAFETY: `Drop`: every other party has let go (the caller's
+        // contract).
+        unsafe { s.report_stranded(By::Drop) };
+    }
+}
+
 /// Checks the claim for `event`, sent to `generation` with result `sent`,
 /// once every party has finished: accepted and reported exactly once (to
 /// the PID it was sent to), or refused and never reported; and the queued
@@ -396,10 +406,7 @@ fn model_delivery_racing_exiting(protocol: Protocol) -> StdArc<Tally> {
         // The dump after shutdown: at most the one event in flight.
         assert!(s.counts.queued() <= 1, "queued figure underflowed");
         let sent = sender.join().unwrap();
-        if protocol.drop_drains {
-            // SAFETY: `Drop`: every other party has let go.
-            unsafe { s.report_stranded(By::Drop) };
-        }
+        drop_drain(&s, protocol);
         assert_once_or_refused(&s, (generation, 1), sent, &seen);
     });
     tally
@@ -408,8 +415,9 @@ fn model_delivery_racing_exiting(protocol: Protocol) -> StdArc<Tally> {
 /// (b) A sender of a message (`Scheduler::send`, a step's send) racing a
 /// worker that closes the process on its own thread (its close drains the
 /// mailbox) and shutdown, which waits for `live() == 0` (the close's
-/// Release count), sets EXITING, joins the worker and drains: the event is reported once, by whichever drain comes after
-/// its push (the close, shutdown's, `Drop`'s), or it is refused. The three
+/// Release count), sets EXITING, joins the worker and drains: the event is
+/// reported once, by whichever drain comes after its push (the close,
+/// shutdown's, `Drop`'s), or it is refused. The three
 /// drains pop one mailbox on three threads: loom checks that the closed
 /// count, the join and the last `Arc` order them.
 ///
@@ -459,10 +467,7 @@ fn model_delivery_racing_close(protocol: Protocol) -> StdArc<Tally> {
             worker.join().unwrap();
         }
         let sent = sender.join().unwrap();
-        if protocol.drop_drains {
-            // SAFETY: `Drop`: every other party has let go.
-            unsafe { s.report_stranded(By::Drop) };
-        }
+        drop_drain(&s, protocol);
         assert_once_or_refused(&s, (generation, 1), sent, &seen);
     });
     tally
@@ -545,10 +550,7 @@ fn model_creator_withdrawing_from(protocol: Protocol, milestone: usize, seen: St
         unsafe { s.report_stranded(By::Shutdown) };
         let admitted = creator.join().unwrap();
         assert!(!admitted, "admitted after STOPPING");
-        if protocol.drop_drains {
-            // SAFETY: `Drop`: every other party has let go.
-            unsafe { s.report_stranded(By::Drop) };
-        }
+        drop_drain(&s, protocol);
         assert_eq!(s.reported(CANCEL), 0, "the scheduler's cancel reported");
         assert_once_or_refused(&s, (old, 2), Ok(()), &seen);
         assert_eq!(s.state.load().lifecycle(), Lifecycle::Free);
