@@ -73,6 +73,14 @@ impl<P: Process> Handlers<P> {
 /// A completer dropped without completing delivers
 /// [`CommandError::Dropped`], so a process never waits for a reply that
 /// cannot come.
+///
+/// A completer keeps the scheduler's shared state alive (the queues, the
+/// process table, the handlers) until it is completed or dropped, also
+/// after `shutdown`: completing it then is refused, as for any ended
+/// process. So a handler that stores completers somewhere the scheduler
+/// itself owns (in its own closure's captured state, say) makes a cycle
+/// that frees nothing until it lets them go: complete or drop what you
+/// keep, at the latest when the scheduler is shut down.
 pub struct Completer<P: Process> {
     shared: Arc<Shared<P>>,
     pid: Pid,
