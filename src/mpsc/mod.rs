@@ -133,6 +133,8 @@ mod error;
 mod list;
 mod mailbox;
 mod node;
+#[doc(hidden)]
+pub mod pool;
 mod producer;
 
 pub use cache::NodeCache;
