@@ -306,6 +306,7 @@ fn main() {
     let (after, held_after) = (rss_mib(), held_mib());
     let (mapped, malloc) = (rss_by_mapping(), mallinfo_mib());
     let report = scheduler.shutdown(Duration::from_secs(1));
+    let after_shutdown = rss_mib();
 
     println!(
         "flood: {received} messages in {:.2} s ({:.0} ns each), largest step {} events",
@@ -322,6 +323,10 @@ fn main() {
         "rss:  {before:.1} MiB before, {peak:.1} MiB at the height, {after:.1} MiB after \
          draining and 1 s idle ({:+.1} MiB; see the module docs)",
         after - before
+    );
+    println!(
+        "rss after shutdown (every node cache freed): {after_shutdown:.1} MiB ({:+.1} MiB)",
+        after_shutdown - before
     );
     if let Some([heap, arenas, anon, files]) = mapped {
         println!(

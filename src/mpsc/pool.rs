@@ -1,4 +1,4 @@
-//! The mailbox nodes' own memory: 64 KiB blocks, carved by each thread for
+//! The mailbox nodes' own memory: 16 KiB blocks, carved by each thread for
 //! itself and given back to the system whole.
 //!
 //! # Why
@@ -27,7 +27,7 @@
 //!   simply stays a `Box`.
 //! - **Blocks.** A block is [`BLOCK`] bytes aligned to [`BLOCK`]: a
 //!   64-byte header holding the live count ([`Live`]), then nodes of one
-//!   class side by side (1,023 of 64 bytes). A node finds its block by
+//!   class side by side (255 of 64 bytes). A node finds its block by
 //!   clearing the low bits of its address, so it carries no back pointer.
 //! - **Carving.** Each thread keeps, per class, the next node of its
 //!   current block and how many are left (a `thread_local!`); an allocation
@@ -45,12 +45,13 @@
 //!   and the last is followed by an Acquire fence (the argument of `Arc`'s
 //!   drop; [`Live::give_back`]). The loom model is
 //!   `loom-tests/tests/pool.rs`.
-//! - **Block memory.** On Linux (outside Miri) blocks are `mmap`ed
+//! - **Block memory.** On Linux with 4 KiB pages (x86, x86-64, arm,
+//!   riscv64; outside Miri) blocks are `mmap`ed
 //!   directly (twice the size, then the unaligned head and tail unmapped)
 //!   and `munmap`ed when free, so they go back to the system at once, even
 //!   under the benches' `GLIBC_TUNABLES` (which stop malloc from trimming
 //!   anything). Elsewhere, and under Miri, they come from `std::alloc`
-//!   with a 64 KiB alignment. Under loom nodes stay `Box`es (`node.rs`):
+//!   with a 16 KiB alignment. Under loom nodes stay `Box`es (`node.rs`):
 //!   loom models the queues' atomics, not this allocator; the live count
 //!   has a model of its own.
 //!
@@ -58,12 +59,18 @@
 //!
 //! Nodes are never reused inside a block: reuse is the node caches' work
 //! (a worker's [`NodeCache`](super::NodeCache), the scheduler's depot), so
-//! the pool is only called on a cache miss and a block is one `mmap` and
-//! two `munmap`s per 1,023 such misses. The price is that one node still
-//! in use keeps its whole block: each mailbox's stub, the nodes a worker
-//! caches (up to 16,384) and the depot's (4,096). After a flood those sit
-//! in a few dozen blocks at most, since a cache refills from the nodes
-//! freed first, side by side.
+//! the pool is only called on a cache miss, and a block costs one `mmap`
+//! and two or three `munmap`s per 255 such misses. The price is that one node
+//! still in use keeps its whole block: each mailbox's stub, the nodes a
+//! worker caches (up to 16,384) and the depot's (4,096). Those are not side
+//! by side: the caches and the depot hand nodes round between the workers
+//! and the senders, so after a flood the nodes they keep come from blocks
+//! of every age. That is why a block is 16 KiB and not 64: with 64 KiB
+//! blocks the `flood` example ended +7.6 to +20.6 MiB above its first RSS
+//! (six runs; one over the 16 MiB it allows), of which only +4.5 to +6.9
+//! MiB stayed once the scheduler had shut down and its workers' caches were
+//! freed; with 32 KiB, +5.7 to +10.4; with 16 KiB, +4.1 to +6.8 (three runs
+//! each). Smaller blocks would cost more system calls per node for less.
 
 #[cfg(not(loom))]
 use core::cell::Cell;
@@ -73,7 +80,7 @@ use core::ptr;
 use crate::sync::{fence, AtomicUsize, Ordering};
 
 /// The bytes of a block, and its alignment.
-pub(crate) const BLOCK: usize = 64 * 1024;
+pub(crate) const BLOCK: usize = 16 * 1024;
 
 /// The bytes of a block's header (the live count, alone on its cache line).
 const HEADER: usize = 64;
@@ -296,8 +303,11 @@ std::thread_local! {
 }
 
 /// Block memory straight from the kernel: given back by `munmap` at once,
-/// whatever malloc's settings. (The `MAP_ANONYMOUS` value below is these
-/// architectures'; MIPS, for one, differs.)
+/// whatever malloc's settings. Only where pages are always 4 KiB, so that
+/// a block's edges are page edges (aarch64 kernels may use 16 or 64 KiB
+/// pages, and there an unmap of a block would fail and leak it), and the
+/// `MAP_ANONYMOUS` value below is the architecture's (MIPS, for one,
+/// differs).
 #[cfg(all(
     target_os = "linux",
     not(miri),
@@ -305,7 +315,6 @@ std::thread_local! {
     any(
         target_arch = "x86_64",
         target_arch = "x86",
-        target_arch = "aarch64",
         target_arch = "arm",
         target_arch = "riscv64"
     )
@@ -394,7 +403,6 @@ mod os {
         any(
             target_arch = "x86_64",
             target_arch = "x86",
-            target_arch = "aarch64",
             target_arch = "arm",
             target_arch = "riscv64"
         )
