@@ -471,8 +471,10 @@ mod counts {
     }
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(test)]
 mod tests {
+    #![cfg(not(loom))]
+
     use super::*;
     use crate::mpsc::{Mailbox, NodeCache};
     use std::thread;
