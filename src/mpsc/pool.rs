@@ -473,8 +473,6 @@ mod counts {
 
 #[cfg(test)]
 mod tests {
-    #![cfg(not(loom))]
-
     use super::*;
     use crate::mpsc::{Mailbox, NodeCache};
     use std::thread;
