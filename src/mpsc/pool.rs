@@ -21,11 +21,11 @@
 //! # How it works
 //!
 //! - **Size classes.** A node type is served if its size and alignment fit
-//!   one of [`CLASSES`] (16 to 256 bytes); the smallest class that fits is
-//!   chosen at compile time ([`class_of`], a `const` of `Node<T>`), so the
+//!   one of `CLASSES` (16 to 256 bytes); the smallest class that fits is
+//!   chosen at compile time (`class_of`, a `const` of `Node<T>`), so the
 //!   allocation and the free of a type always agree and a larger type
 //!   simply stays a `Box`.
-//! - **Blocks.** A block is [`BLOCK`] bytes aligned to [`BLOCK`]: a
+//! - **Blocks.** A block is `BLOCK` bytes aligned to `BLOCK`: a
 //!   64-byte header holding the live count ([`Live`]), then nodes of one
 //!   class side by side (255 of 64 bytes). A node finds its block by
 //!   clearing the low bits of its address, so it carries no back pointer.
@@ -36,7 +36,7 @@
 //!   is empty, a sender outside when the depot is, a handler's completion.
 //!   A thread that exits *retires* its partly carved blocks; one that
 //!   allocates while its thread-locals are being torn down gets a block of
-//!   its own for that one node, retired at once ([`alloc_alone`]).
+//!   its own for that one node, retired at once (`alloc_alone`).
 //! - **The live count, and the invariant *freed after last use*.** A
 //!   block's count starts at its number of nodes. Freeing a node takes one
 //!   off; retiring a block takes off the nodes never carved. Whoever takes
