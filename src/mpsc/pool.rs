@@ -184,10 +184,24 @@ pub(crate) fn alloc(class: usize) -> *mut u8 {
 /// needs dropping, and is not used again.
 #[cfg(not(loom))]
 pub(crate) unsafe fn free(node: *mut u8) {
-    let header = header_of(node);
-    // SAFETY: the block is mapped while any of its nodes is live, and
-    // `node` is (caller's contract).
-    if unsafe { (*header).live.give_back(1) } {
+    // SAFETY: `node` is a node of that block, the caller's to give up.
+    unsafe { give_back(header_of(node), 1) };
+}
+
+/// Gives back `n` nodes of the block at `header`, and frees the block if
+/// they were its last.
+///
+/// # Safety
+///
+/// The caller holds `n` nodes of the block (carved and no longer used, or
+/// never carved) and gives them up.
+#[cfg(not(loom))]
+unsafe fn give_back(header: *mut Header, n: usize) {
+    // SAFETY: the block is mapped while it has a live node, and the
+    // caller holds `n` of them.
+    if unsafe { (*header).live.give_back(n) } {
+        #[cfg(test)]
+        counts::unmapped();
         // SAFETY: the count reached zero here: no node of the block is in
         // use and its carver has retired it, so it is ours alone.
         unsafe { os::unmap(header.cast()) };
@@ -209,6 +223,8 @@ fn header_of(node: *mut u8) -> *mut Header {
 #[cfg(not(loom))]
 fn new_block(class: usize) -> *mut u8 {
     let block = os::map();
+    #[cfg(test)]
+    counts::mapped();
     // SAFETY: a fresh block of `BLOCK` bytes, aligned to `BLOCK`, ours
     // alone; the header fits at its start.
     unsafe {
@@ -276,12 +292,9 @@ impl Carver {
         if left == 0 {
             return;
         }
-        let header = header_of(self.next.get());
-        // SAFETY: the block is live: its `left` uncarved nodes hold it.
-        if unsafe { (*header).live.give_back(left) } {
-            // SAFETY: the count reached zero here: the block is ours alone.
-            unsafe { os::unmap(header.cast()) };
-        }
+        // SAFETY: `next` is the first of the block's `left` uncarved
+        // nodes, which only this carver holds.
+        unsafe { give_back(header_of(self.next.get()), left) };
     }
 }
 
@@ -302,24 +315,35 @@ std::thread_local! {
     static CARVERS: Carvers = const { Carvers([const { Carver::empty() }; CLASSES.len()]) };
 }
 
-/// Block memory straight from the kernel: given back by `munmap` at once,
-/// whatever malloc's settings. Only where pages are always 4 KiB, so that
-/// a block's edges are page edges (aarch64 kernels may use 16 or 64 KiB
-/// pages, and there an unmap of a block would fail and leak it), and the
-/// `MAP_ANONYMOUS` value below is the architecture's (MIPS, for one,
-/// differs).
-#[cfg(all(
-    target_os = "linux",
-    not(miri),
-    not(loom),
-    any(
-        target_arch = "x86_64",
-        target_arch = "x86",
-        target_arch = "arm",
-        target_arch = "riscv64"
-    )
-))]
+/// Where blocks come from: the heap's functions come in by a glob, and the
+/// `mmap` ones, named where they are built, shadow them (so the condition
+/// is written once).
+#[cfg(not(loom))]
 mod os {
+    #[allow(unused_imports)] // Shadowed where `mmap` serves.
+    pub(super) use super::heap::*;
+    #[cfg(all(
+        target_os = "linux",
+        not(miri),
+        any(
+            target_arch = "x86_64",
+            target_arch = "x86",
+            target_arch = "arm",
+            target_arch = "riscv64"
+        )
+    ))]
+    pub(super) use super::mmap::{map, unmap};
+}
+
+/// Block memory straight from the kernel: given back by `munmap` at once,
+/// whatever malloc's settings. Chosen (by `os`) only where pages are
+/// always 4 KiB, so that a block's edges are page edges (aarch64 kernels
+/// may use 16 or 64 KiB pages, and there an unmap of a block would fail
+/// and leak it), and the `MAP_ANONYMOUS` value below is the
+/// architecture's (MIPS, for one, differs).
+#[cfg(all(target_os = "linux", not(loom)))]
+#[allow(dead_code)] // Unused where `os` does not choose it.
+mod mmap {
     use super::BLOCK;
     use core::ffi::{c_int, c_void};
 
@@ -341,9 +365,6 @@ mod os {
         ) -> *mut c_void;
         fn munmap(addr: *mut c_void, len: usize) -> c_int;
     }
-
-    #[cfg(test)]
-    use super::counts;
 
     /// A new block: `BLOCK` bytes aligned to `BLOCK`, zeroed.
     pub(super) fn map() -> *mut u8 {
@@ -375,8 +396,6 @@ mod os {
             }
             munmap(block.add(BLOCK).cast(), BLOCK - head);
         }
-        #[cfg(test)]
-        counts::mapped();
         block
     }
 
@@ -386,34 +405,19 @@ mod os {
     ///
     /// `block` came from [`map`] and nothing uses it any more.
     pub(super) unsafe fn unmap(block: *mut u8) {
-        #[cfg(test)]
-        counts::unmapped();
         // SAFETY: the block is ours alone (caller's contract). A failure
         // (the kernel's map count exhausted) leaves it mapped, not freed.
         unsafe { munmap(block.cast(), BLOCK) };
     }
 }
 
-/// Block memory from the global allocator: elsewhere, and under Miri.
-#[cfg(all(
-    not(loom),
-    not(all(
-        target_os = "linux",
-        not(miri),
-        any(
-            target_arch = "x86_64",
-            target_arch = "x86",
-            target_arch = "arm",
-            target_arch = "riscv64"
-        )
-    ))
-))]
-mod os {
+/// Block memory from the global allocator: where `mmap` is not used (see
+/// `os`), and under Miri.
+#[cfg(not(loom))]
+#[allow(dead_code)] // Unused where `mmap` serves.
+mod heap {
     use super::BLOCK;
     use std::alloc::Layout;
-
-    #[cfg(test)]
-    use super::counts;
 
     const LAYOUT: Layout = match Layout::from_size_align(BLOCK, BLOCK) {
         Ok(layout) => layout,
@@ -427,8 +431,6 @@ mod os {
         if block.is_null() {
             std::alloc::handle_alloc_error(LAYOUT);
         }
-        #[cfg(test)]
-        counts::mapped();
         block
     }
 
@@ -438,8 +440,6 @@ mod os {
     ///
     /// `block` came from [`map`] and nothing uses it any more.
     pub(super) unsafe fn unmap(block: *mut u8) {
-        #[cfg(test)]
-        counts::unmapped();
         // SAFETY: allocated by `map` with `LAYOUT` (caller's contract).
         unsafe { std::alloc::dealloc(block, LAYOUT) };
     }
