@@ -1,9 +1,9 @@
 //! A flood, and the memory it leaves behind.
 //!
 //! ```text
-//! cargo run --release --example flood            # 5,000,000 messages
+//! cargo run --release --example flood            # 5,000,000 messages, RSS checked
 //! cargo run --release --example flood -- 1000000 # another count
-//! GLIBC_TUNABLES=glibc.malloc.arena_max=1 cargo run --release --example flood -- 5000000 trim strict
+//! cargo run --release --example flood -- 5000000 lax trim
 //! ```
 //!
 //! Two outside threads send `n` messages in all to one process that does a
@@ -15,67 +15,70 @@
 //! global allocator) and the resident set size (RSS), before the flood, at
 //! its height, and once everything has drained and the scheduler has been
 //! idle for a second, and fails if what the crate holds is then more than
-//! 16 MiB above the first figure: buffers and caches must give back what a
-//! burst took. RSS is read from `/proc/self/statm` (Linux; 0 elsewhere).
+//! 16 MiB above the first figure, or if the RSS is (issue 13's goal, with
+//! glibc's malloc under its default settings): buffers and caches must give
+//! back what a burst took. RSS is read from `/proc/self/statm` (Linux; 0
+//! elsewhere). Mailbox nodes come from the crate's own blocks, mapped
+//! outside malloc (`src/mpsc/pool.rs`), so the held figure leaves them out
+//! and the RSS counts them.
 //!
-//! # RSS is the allocator's
+//! # What the RSS was, and why
 //!
-//! The crate gives its memory back (held: +0.2 MiB after a 5M flood), but
-//! with glibc's malloc under its default settings the RSS stays at its
-//! height: +26 to +131 MiB in six runs here. The example prints where it
-//! is (`rss by mapping`, from `/proc/self/smaps`, and glibc's `mallinfo`):
+//! Before the crate owned its nodes' memory, each node was a `Box`, and
+//! with glibc's malloc under its default settings the RSS stayed at its
+//! height after the flood, although the crate gave everything back (held:
+//! +0.2 MiB): +26 to +131 MiB in six runs here. The example printed where
+//! it was (`rss by mapping`, from `/proc/self/smaps`, and glibc's
+//! `mallinfo`, both still printed):
 //!
-//! - Nearly all of it is in the *thread arenas of the two sender threads*
+//! - Nearly all of it was in the *thread arenas of the two sender threads*
 //!   (the anonymous mappings glibc reserves 64 MiB at a time), not in the
 //!   main `[heap]` and not in the workers' arenas. A send from outside
 //!   takes a node from the scheduler's depot when it has one and otherwise
 //!   allocates it, so in a flood, whose mailbox grows to millions of
-//!   nodes, the sender threads allocate them, in their own arenas. Workers
-//!   free them there.
-//! - Freed, they are 64-byte chunks in those arenas' fast bins (mallinfo's
+//!   nodes, the sender threads allocated them, in their own arenas. Workers
+//!   freed them there.
+//! - Freed, they were 64-byte chunks in those arenas' fast bins (mallinfo's
 //!   `in fast bins`: 99% of the arenas' size in a sample run: 1.64M chunks,
 //!   105 MB). Fast-bin chunks are never merged or returned until something
 //!   consolidates the arena: a large request or a free of 64 KiB or more
 //!   made *in that arena*, or `malloc_trim`. After the flood no thread
 //!   allocates there (the senders have exited or gone quiet), so nothing
-//!   does.
+//!   did.
 //! - `malloc_trim(0)` (the `trim` argument, after the idle second)
 //!   consolidates every arena and releases the whole pages of free chunks
 //!   in its bins, but it never trims the *top chunk* of a thread arena (the
-//!   free space above the arena's highest chunk in use, which only a large
-//!   free in that arena gives back). Page residency after the trim (read
-//!   from `/proc/self/pagemap` by a diagnostic copy of this example) shows
-//!   exactly that: a fully resident tail in each
-//!   sender arena, above its highest live chunk. So what stays depends on
-//!   where the last chunks in use sit: +4.8 to +59 MiB in five runs here
-//!   (the trim itself took 16 to 43 ms); with the scheduler shut down
-//!   first (no node cached anywhere) one whole arena stayed resident
-//!   (+59.6 MiB).
-//! - With one arena (`GLIBC_TUNABLES=glibc.malloc.arena_max=1`) every node
-//!   comes from the main heap, whose top `malloc_trim` does give back
-//!   (through `sbrk`): then RSS comes back to within 3 MiB of where it
-//!   started (+0.5 to +2.9 MiB in three runs). One arena alone changes
-//!   nothing (fast bins again).
+//!   free space above the arena's highest chunk in use). Page residency
+//!   after the trim (read from `/proc/self/pagemap` by a diagnostic copy of
+//!   this example) showed exactly that: a fully resident tail in each
+//!   sender arena, above its highest live chunk: +4.8 to +59 MiB in five
+//!   runs. Only with one arena (`GLIBC_TUNABLES=glibc.malloc.arena_max=1`)
+//!   and the trim did the RSS come back (+0.5 to +2.9 MiB).
 //!
-//! So the crate cannot give this memory back by itself while each node is
-//! a `malloc` of its sender's: a `malloc_trim` of its own would be a
-//! process-wide pause (it walks every arena under its lock) and would
-//! still leave the thread arenas' tops. An embedder that hosts bursts can
-//! run with one arena and call `malloc_trim(0)` from its own idle path
-//! (for example from [`Builder::on_park`](stepsched::sched::Builder::on_park)
-//! after a burst), or use an allocator that returns memory by itself.
-//! For the crate to do it by default it would have to own the nodes'
-//! memory (blocks it frees or unmaps whole): then every node still in use
-//! pins its whole block (each mailbox's stub is the node of the last
-//! message it received, and worker caches and the depot keep thousands),
-//! so that is a node allocator of its own, not a small change.
+//! So no call of the crate's could give that memory back while each node
+//! was a `malloc` of its sender's.
+//!
+//! # What it is now
+//!
+//! The crate now carves mailbox nodes from 16 KiB blocks of its own, which
+//! it maps with `mmap` and unmaps as soon as their last node is freed,
+//! whatever thread carved them (`src/mpsc/pool.rs`). After the flood
+//! the RSS is back to within a few MiB of its first figure with glibc's
+//! defaults, no trim and no tunable: +2.2 to +6.8 MiB after the idle second
+//! (nine runs), where the thread arenas hold 0.1 MiB. What is left is the
+//! blocks still pinned by a node in use: the workers' node caches (up to
+//! 16,384 nodes each) and the depot (4,096) keep nodes of many blocks, and
+//! one kept node keeps its block. Once the scheduler has shut down (the
+//! workers' caches freed) +0.7 to +2.5 MiB remain. With 64 KiB blocks
+//! the pinned blocks weighed four times as much: +7.6 to +20.6 MiB after
+//! the idle second, once over the goal in six runs.
 //!
 //! # Arguments
 //!
-//! After the message count: `trim` calls `malloc_trim(0)` after the idle
-//! second (glibc only); `strict` also fails if the RSS is then more than
-//! 16 MiB above the first figure (Linux only, and met today only with one
-//! arena and `trim`; without `strict` the RSS is printed, not checked).
+//! After the message count: `lax` prints the RSS without checking it (the
+//! check needs Linux); `trim` calls `malloc_trim(0)` after the idle second
+//! (glibc only; nothing is left for it to do now). `strict`, the check, is
+//! the default and still accepted.
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -259,7 +262,7 @@ fn main() {
         .unwrap_or(5_000_000);
     let flags: Vec<String> = std::env::args().skip(2).collect();
     let trim = flags.iter().any(|a| a == "trim");
-    let strict = flags.iter().any(|a| a == "strict");
+    let strict = !flags.iter().any(|a| a == "lax");
     let scheduler = Scheduler::builder()
         .workers(2)
         .build()
@@ -306,6 +309,7 @@ fn main() {
     let (after, held_after) = (rss_mib(), held_mib());
     let (mapped, malloc) = (rss_by_mapping(), mallinfo_mib());
     let report = scheduler.shutdown(Duration::from_secs(1));
+    let after_shutdown = rss_mib();
 
     println!(
         "flood: {received} messages in {:.2} s ({:.0} ns each), largest step {} events",
@@ -322,6 +326,10 @@ fn main() {
         "rss:  {before:.1} MiB before, {peak:.1} MiB at the height, {after:.1} MiB after \
          draining and 1 s idle ({:+.1} MiB; see the module docs)",
         after - before
+    );
+    println!(
+        "rss after shutdown (every node cache freed): {after_shutdown:.1} MiB ({:+.1} MiB)",
+        after_shutdown - before
     );
     if let Some([heap, arenas, anon, files]) = mapped {
         println!(

@@ -18,6 +18,9 @@
 //! - `mpsc.rs`, `mailbox.rs`: the MPSC queue and the mailbox lose, duplicate
 //!   and reorder nothing, across block and node reuse; `Queue::is_empty`
 //!   is never fooled by a stub whose block was reused (pop-generation).
+//! - `pool.rs`: the node pool's live count (`mpsc/pool.rs`): a block is
+//!   freed exactly once, after every thread's last use of its nodes, when
+//!   two threads free their nodes while its carver retires it.
 //! - `global_queue.rs`: the global queue's consumer token serialises takes.
 //! - `idle.rs`: parking never leaves work with every worker asleep: one
 //!   worker against a flag, and two workers (two spinners, a spinner and a

@@ -62,8 +62,9 @@ pub struct NodeCache<T> {
 
 // SAFETY: the cache owns its nodes exclusively and they hold no `T` (their
 // item slots are uninit), so moving it to another thread shares nothing and
-// sends no `T`; the nodes may be freed on any thread (the global allocator
-// is thread-safe).
+// sends no `T`; the nodes may be freed on any thread (`Node::dealloc` is:
+// the pool's live counts are atomic, and the global allocator is
+// thread-safe).
 unsafe impl<T> Send for NodeCache<T> {}
 
 impl<T> NodeCache<T> {

@@ -11,7 +11,9 @@
 //!   words plus the stub node. It keeps no nodes itself; the caller passes a
 //!   thread-local [`NodeCache`] to `push_with` and `pop_with`, so a worker
 //!   that receives and sends messages reuses the same nodes across all the
-//!   mailboxes it touches. See [`Mailbox`] for what it gives up.
+//!   mailboxes it touches. See [`Mailbox`] for what it gives up. Its
+//!   nodes, when a cache has none, come from blocks the crate maps itself
+//!   and gives back whole (`pool.rs`), not from malloc.
 //!
 //! Both run the same list operations (`list.rs`); what follows describes
 //! them and `Queue`'s additions.
@@ -133,6 +135,8 @@ mod error;
 mod list;
 mod mailbox;
 mod node;
+#[doc(hidden)]
+pub mod pool;
 mod producer;
 
 pub use cache::NodeCache;

@@ -8,13 +8,18 @@
 //!   by one;
 //! - [`Mailbox`](super::Mailbox) allocates each node with [`Node::alloc`]
 //!   (or takes one from a caller's [`NodeCache`](super::NodeCache)) and
-//!   frees it with [`Node::dealloc`].
+//!   frees it with [`Node::dealloc`]. Those carve it from the crate's own
+//!   blocks (`pool.rs`, which says why) when the node type fits a size
+//!   class, as every mailbox of the scheduler's does, and otherwise (a
+//!   node above 256 bytes, and always under loom) box it.
 //!
 //! The two kinds never mix: a queue only ever links nodes of its own kind.
 
-use core::mem::MaybeUninit;
+use core::mem::{self, MaybeUninit};
 use core::ptr;
 
+#[cfg(not(loom))]
+use super::pool;
 use crate::sync::{AtomicPtr, Ordering, UnsafeCell};
 
 /// One queue cell: the item and the link to the node pushed after it.
@@ -39,8 +44,23 @@ impl<T> Node<T> {
         }
     }
 
+    /// The pool's size class for this node type, or `None` for a `Box`:
+    /// a constant, so `alloc` and `dealloc` always agree and the branch
+    /// folds away.
+    pub(super) const CLASS: Option<usize> =
+        super::pool::class_of(mem::size_of::<Node<T>>(), mem::align_of::<Node<T>>());
+
     /// Allocates a node with no item and a null link (mailbox nodes only).
     pub(super) fn alloc() -> *mut Node<T> {
+        #[cfg(not(loom))]
+        if let Some(class) = Self::CLASS {
+            let node = pool::alloc(class).cast::<Node<T>>();
+            // SAFETY: `pool::alloc` returned memory for one node of this
+            // class, which holds a `Node<T>` (size and alignment:
+            // `class_of`), ours alone.
+            unsafe { node.write(Node::empty()) };
+            return node;
+        }
         Box::into_raw(Box::new(Node::empty()))
     }
 
@@ -51,8 +71,17 @@ impl<T> Node<T> {
     /// `node` came from [`Node::alloc`], is owned by the caller, and its
     /// item, if it ever had one, has already been moved out.
     pub(super) unsafe fn dealloc(node: *mut Node<T>) {
+        #[cfg(not(loom))]
+        if Self::CLASS.is_some() {
+            // SAFETY: the caller owns `node`, which `Node::alloc` carved
+            // from the pool (same `CLASS`); a `Node` needs no drop
+            // (`MaybeUninit` does not drop the item slot).
+            unsafe { pool::free(node.cast()) };
+            return;
+        }
         // SAFETY: the caller owns `node`, which `Node::alloc` made with
-        // `Box::into_raw`; `MaybeUninit` does not drop the item slot.
+        // `Box::into_raw` (`CLASS` is `None`); `MaybeUninit` does not drop
+        // the item slot.
         drop(unsafe { Box::from_raw(node) });
     }
 

@@ -33,6 +33,11 @@ pub const MAP: &[(&str, &[&str])] = &[
     // The deque is loom-built: its models check exactly-once delivery with
     // items whose contents are loom cells (causality errors).
     ("src/deque/", &["loom:deque"]),
+    // The node pool: loom builds only its live count (mailbox nodes stay
+    // boxed under loom); `loom:pool` frees a block while two threads free
+    // its nodes and its carver retires it (kills the Release and the
+    // Acquire fence).
+    ("src/mpsc/pool.rs", &["loom:pool"]),
     // The MPSC queue and its users (mailbox, global queue) are loom-built.
     // `loom:drain`: the shutdown drain pops a mailbox that the close popped
     // on another thread while a late sender pushes (kills the link's
@@ -539,6 +544,7 @@ mod tests {
                 "miri:lib=mpsc::tests"
             ]
         );
+        assert_eq!(checks_for("src/mpsc/pool.rs", false), ["loom:pool"]);
         assert_eq!(
             checks_for("src/process/state.rs", false),
             [

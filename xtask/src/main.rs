@@ -46,7 +46,7 @@ MODES:
       --check       exit 1 if a candidate is missing from relaxed.md or an
                     entry there matches no candidate (stale)
       --strict      with --check: also exit 1 if an entry is still `todo:`
-  --all             run every mutant (79 today: roughly 15-25 minutes on 2
+  --all             run every mutant (78 today: roughly 15-25 minutes on 2
                     shared cores, most of it building the scheduler's tests)
   --sample N        run N mutants drawn by a fixed PRNG from --seed (default 1)
   --pin PATTERN     always run the mutants whose key or id contains PATTERN
