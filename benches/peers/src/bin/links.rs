@@ -32,7 +32,9 @@
 //! cargo run --release -p stepsched-peers --bin links -- 1000 200 3 # smoke
 //! ```
 //! Arguments: pairs (default 1,000,000), samples (default 20,000), chains
-//! (default 20).
+//! (default 20); then, optionally, the words `pair`, `down`, `chain` to run
+//! only those shapes, and `ours` or `tokio` to run one side only (for
+//! profiling one shape under callgrind).
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -329,37 +331,62 @@ fn tokio_chain(rt: &tokio::runtime::Runtime) -> f64 {
 }
 
 fn main() {
-    let args: Vec<u64> = std::env::args()
-        .skip(1)
-        .filter_map(|a| a.parse().ok())
-        .collect();
+    let words: Vec<String> = std::env::args().skip(1).collect();
+    let args: Vec<u64> = words.iter().filter_map(|a| a.parse().ok()).collect();
     let pairs = args.first().copied().unwrap_or(1_000_000);
     let samples = args.get(1).copied().unwrap_or(20_000) as u32;
     let chains = args.get(2).copied().unwrap_or(20) as usize;
+    let has = |w: &str| words.iter().any(|a| a == w);
+    let all_shapes = !(has("pair") || has("down") || has("chain"));
+    let shape = |w: &str| all_shapes || has(w);
+    let (ours_on, tokio_on) = (!has("tokio"), !has("ours"));
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .build()
         .unwrap();
 
-    let (ours, theirs) = (stepsched_pair(pairs), tokio_pair(&rt, pairs));
-    println!("pair (monitor+demonitor), ns: stepsched {ours:.1}  tokio watch subscribe+drop {theirs:.1}  (BEAM anchor 149)");
+    if shape("pair") {
+        let ours = if ours_on { stepsched_pair(pairs) } else { 0.0 };
+        let theirs = if tokio_on {
+            tokio_pair(&rt, pairs)
+        } else {
+            0.0
+        };
+        println!("pair (monitor+demonitor), ns: stepsched {ours:.1}  tokio watch subscribe+drop {theirs:.1}  (BEAM anchor 149)");
+    }
 
-    let (ours, theirs) = (stepsched_down(samples), tokio_down(&rt, samples));
-    println!(
-        "down latency p50/p99, ns: stepsched {}/{}  tokio JoinHandle {}/{}  (BEAM anchor 701/902)",
-        percentile(&ours, 0.5),
-        percentile(&ours, 0.99),
-        percentile(&theirs, 0.5),
-        percentile(&theirs, 0.99)
-    );
+    if shape("down") {
+        let ours = if ours_on {
+            stepsched_down(samples)
+        } else {
+            vec![0]
+        };
+        let theirs = if tokio_on {
+            tokio_down(&rt, samples)
+        } else {
+            vec![0]
+        };
+        println!(
+            "down latency p50/p99, ns: stepsched {}/{}  tokio JoinHandle {}/{}  (BEAM anchor 701/902)",
+            percentile(&ours, 0.5),
+            percentile(&ours, 0.99),
+            percentile(&theirs, 0.5),
+            percentile(&theirs, 0.99)
+        );
+    }
 
-    let mut ours: Vec<f64> = (0..chains).map(|_| stepsched_chain()).collect();
-    let mut theirs: Vec<f64> = (0..chains).map(|_| tokio_chain(&rt)).collect();
-    ours.sort_by(f64::total_cmp);
-    theirs.sort_by(f64::total_cmp);
-    println!(
-        "chain of {CHAIN} torn down from its head, median ns per process: stepsched {:.1}  tokio {:.1}  (BEAM anchor 1,125)",
-        ours[ours.len() / 2],
-        theirs[theirs.len() / 2]
-    );
+    if shape("chain") {
+        let runs = |on: bool, f: &dyn Fn() -> f64| {
+            let mut v: Vec<f64> = (0..if on { chains } else { 1 })
+                .map(|_| if on { f() } else { 0.0 })
+                .collect();
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        };
+        let ours = runs(ours_on, &stepsched_chain);
+        let theirs = runs(tokio_on, &|| tokio_chain(&rt));
+        println!(
+            "chain of {CHAIN} torn down from its head, median ns per process: stepsched {ours:.1}  tokio {theirs:.1}  (BEAM anchor 1,125)"
+        );
+    }
 }
