@@ -28,8 +28,12 @@ enum Msg {
     Demonitor(Pid),
     Link(Pid),
     Trap(bool),
-    /// Monitor and demonitor `.0`, `.1` times in this step.
+    /// Monitor and demonitor `.0`, `.1` times in this step (each pair
+    /// cancels out before it is sent: `apply_links`).
     Churn(Pid, u32),
+    /// Monitor `.0` and `.1`, then demonitor both, `.2` times in this step
+    /// (interleaved, so each request is sent).
+    ChurnTwo(Pid, Pid, u32),
     Finish,
     Fail,
     Panic,
@@ -124,6 +128,14 @@ impl Process for Node {
                     for _ in 0..n {
                         out.monitor(t);
                         out.demonitor(t);
+                    }
+                }
+                Event::Message(Msg::ChurnTwo(t, u, n)) => {
+                    for _ in 0..n {
+                        out.monitor(t);
+                        out.monitor(u);
+                        out.demonitor(t);
+                        out.demonitor(u);
                     }
                 }
                 Event::Message(Msg::Finish) => out.done(()),
@@ -315,21 +327,62 @@ fn monitor_demonitor_churn_leaves_no_entries() {
     let log = Arc::new(Log::default());
     let w = spawn(&s, &log);
     let t = spawn(&s, &log);
+    let u = spawn(&s, &log);
     let rounds = if cfg!(miri) { 10 } else { 1000 };
     for _ in 0..rounds {
-        s.send(w.pid(), Msg::Churn(t.pid(), 100)).unwrap();
+        s.send(w.pid(), Msg::Churn(t.pid(), 50)).unwrap();
+        s.send(w.pid(), Msg::ChurnTwo(t.pid(), u.pid(), 25))
+            .unwrap();
     }
     wait_until("the churn is applied", || {
-        let (wi, ti) = (info(&s, w.pid()).unwrap(), info(&s, t.pid()).unwrap());
-        // w's requests are all sent once its mailbox is empty; t has
-        // processed them once it is idle again with no watcher left.
-        wi.monitors == 0 && ti.monitored_by == 0 && ti.steps > 0
+        let wi = info(&s, w.pid()).unwrap();
+        let (ti, ui) = (info(&s, t.pid()).unwrap(), info(&s, u.pid()).unwrap());
+        // w's requests are all sent once its mailbox is empty; t and u
+        // have processed them once idle again with no watcher left.
+        let done = |i: &stepsched::sched::ProcessInfo| i.monitored_by == 0 && i.steps > 1;
+        wi.monitors == 0 && done(&ti) && done(&ui)
     });
-    s.send(t.pid(), Msg::Finish).unwrap();
-    assert!(t.join().is_ok());
+    for p in [t, u, w] {
+        s.send(p.pid(), Msg::Finish).unwrap();
+        assert!(p.join().is_ok());
+    }
+    assert_eq!(log.count(), 0, "no Down after a demonitor");
+}
+
+/// A `monitor` and `demonitor` of one target in one step cancel out
+/// before they are sent: no `Down` from the target's end, or for a target
+/// already gone (whose `NoProc` would otherwise come); a monitor set again
+/// after such a pair, in the same step, is told of the end once.
+#[test]
+fn a_monitor_and_demonitor_in_one_step_leave_nothing_behind() {
+    let s = scheduler();
+    let log = Arc::new(Log::default());
+    let gone = spawn(&s, &log);
+    let gone_pid = gone.pid();
+    s.send(gone_pid, Msg::Finish).unwrap();
+    assert!(gone.join().is_ok());
+    let w = spawn(&s, &log);
+    let w_pid = w.pid();
+    let t = spawn(&s, &log);
+    s.send(w.pid(), Msg::Churn(gone_pid, 3)).unwrap();
+    s.send(w.pid(), Msg::Churn(t.pid(), 3)).unwrap();
+    wait_until("w has stepped", || info(&s, w.pid()).unwrap().steps >= 1);
+    assert_eq!(info(&s, t.pid()).unwrap().monitored_by, 0);
+    s.send(t.pid(), Msg::Fail).unwrap();
+    assert!(t.join().is_err());
+    let u = spawn(&s, &log);
+    let u_pid = u.pid();
+    s.send(w.pid(), Msg::Churn(u_pid, 2)).unwrap();
+    s.send(w.pid(), Msg::Monitor(u_pid)).unwrap();
+    wait_until("u is watched", || {
+        info(&s, u_pid).is_some_and(|i| i.monitored_by == 1)
+    });
+    s.send(u_pid, Msg::Finish).unwrap();
+    assert!(u.join().is_ok());
+    wait_until("u's Down", || log.count() == 1);
     s.send(w.pid(), Msg::Finish).unwrap();
     assert!(w.join().is_ok());
-    assert_eq!(log.count(), 0, "no Down after a demonitor");
+    assert_eq!(log.downs_of(w_pid), vec![(u_pid, ExitReason::Done)]);
 }
 
 #[test]
