@@ -36,7 +36,7 @@
 //! only those shapes, and `ours` or `tokio` to run one side only (for
 //! profiling one shape under callgrind).
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -70,8 +70,12 @@ enum Role {
 struct Bench {
     role: Role,
     base: Instant,
-    stamp: Arc<AtomicU64>,
 }
+
+/// Where a `Stamp` leaves its clock reading for its watcher: a static, so
+/// that no process holds a reference count (tokio's target returns the
+/// reading through its `JoinHandle`, and counts nothing either).
+static STAMP: AtomicU64 = AtomicU64::new(0);
 
 #[derive(Clone, Copy)]
 enum Msg {
@@ -129,7 +133,7 @@ impl Process for Bench {
                     let seen = now_ns(self.base);
                     lat.lock()
                         .unwrap()
-                        .push(seen - self.stamp.load(Ordering::Relaxed));
+                        .push(seen - STAMP.load(Ordering::Relaxed));
                     *left -= 1;
                 }
                 if *left == 0 {
@@ -139,14 +143,13 @@ impl Process for Bench {
                     let child = Bench {
                         role: Role::Stamp,
                         base: self.base,
-                        stamp: Arc::clone(&self.stamp),
                     };
                     let pid = out.spawn(child, "stamp", ()).map_err(|_| ())?;
                     out.monitor(pid);
                 }
             }
             Role::Stamp => {
-                self.stamp.store(now_ns(self.base), Ordering::Relaxed);
+                STAMP.store(now_ns(self.base), Ordering::Relaxed);
                 out.done(());
             }
             Role::Link { prev, linked } => {
@@ -162,12 +165,8 @@ impl Process for Bench {
     }
 }
 
-fn bench(role: Role, base: Instant, stamp: &Arc<AtomicU64>) -> Bench {
-    Bench {
-        role,
-        base,
-        stamp: Arc::clone(stamp),
-    }
+fn bench(role: Role, base: Instant) -> Bench {
+    Bench { role, base }
 }
 
 fn percentile(sorted: &[u64], p: f64) -> u64 {
@@ -176,9 +175,9 @@ fn percentile(sorted: &[u64], p: f64) -> u64 {
 
 fn stepsched_pair(pairs: u64) -> f64 {
     let s: Scheduler<Bench> = Scheduler::builder().workers(2).build().unwrap();
-    let (base, stamp) = (Instant::now(), Arc::new(AtomicU64::new(0)));
+    let base = Instant::now();
     let target = s
-        .submit(bench(Role::Idle, base, &stamp), "idle", ())
+        .submit(bench(Role::Idle, base), "idle", ())
         .unwrap();
     let start = Instant::now();
     let churner = Role::Churner {
@@ -186,7 +185,7 @@ fn stepsched_pair(pairs: u64) -> f64 {
         left: pairs,
     };
     let h = s
-        .submit_joinable(bench(churner, base, &stamp), "churn", ())
+        .submit_joinable(bench(churner, base), "churn", ())
         .ok()
         .unwrap();
     h.join().unwrap();
@@ -213,7 +212,7 @@ fn tokio_pair(rt: &tokio::runtime::Runtime, pairs: u64) -> f64 {
 
 fn stepsched_down(samples: u32) -> Vec<u64> {
     let s: Scheduler<Bench> = Scheduler::builder().workers(2).build().unwrap();
-    let (base, stamp) = (Instant::now(), Arc::new(AtomicU64::new(0)));
+    let base = Instant::now();
     let lat = Arc::new(Mutex::new(Vec::with_capacity(samples as usize)));
     let watcher = Role::Watcher {
         left: samples,
@@ -221,7 +220,7 @@ fn stepsched_down(samples: u32) -> Vec<u64> {
         lat: Arc::clone(&lat),
     };
     let h = s
-        .submit_joinable(bench(watcher, base, &stamp), "watch", ())
+        .submit_joinable(bench(watcher, base), "watch", ())
         .ok()
         .unwrap();
     h.join().unwrap();
@@ -252,20 +251,24 @@ fn tokio_down(rt: &tokio::runtime::Runtime, samples: u32) -> Vec<u64> {
 const CHAIN: usize = 1000;
 
 fn stepsched_chain() -> f64 {
-    let closed = Arc::new(AtomicUsize::new(0));
+    // The hook looks for the last link's close alone (one Relaxed load per
+    // close), as tokio's last task alone stamps the clock: a count of
+    // every close (an RMW on one shared word per process, from both
+    // workers) would be a cost the tokio side does not pay.
+    let last_pid = Arc::new(AtomicU64::new(u64::MAX));
     let failed_at = Arc::new(Mutex::new(None::<Instant>));
     let last_close = Arc::new(Mutex::new(None::<Instant>));
-    let (c, l) = (Arc::clone(&closed), Arc::clone(&last_close));
+    let (lp, l) = (Arc::clone(&last_pid), Arc::clone(&last_close));
     let s: Scheduler<Bench> = Scheduler::builder()
         .workers(2)
-        .on_complete(move |_, _| {
-            if c.fetch_add(1, Ordering::AcqRel) + 1 == CHAIN {
+        .on_complete(move |pid, _| {
+            if pid.into_raw() == lp.load(Ordering::Relaxed) {
                 *l.lock().unwrap() = Some(Instant::now());
             }
         })
         .build()
         .unwrap();
-    let (base, stamp) = (Instant::now(), Arc::new(AtomicU64::new(0)));
+    let base = Instant::now();
     let mut prev = None;
     let mut head = None;
     for _ in 0..CHAIN {
@@ -274,7 +277,7 @@ fn stepsched_chain() -> f64 {
             linked: false,
         };
         let pid = s
-            .submit(bench(role, base, &stamp), "link", ())
+            .submit(bench(role, base), "link", ())
             .ok()
             .unwrap();
         head.get_or_insert(pid);
@@ -289,9 +292,10 @@ fn stepsched_chain() -> f64 {
     {
         std::thread::sleep(Duration::from_millis(1));
     }
+    last_pid.store(prev.unwrap().into_raw(), Ordering::Relaxed);
     *failed_at.lock().unwrap() = Some(Instant::now());
     s.send(head.unwrap(), Msg::Fail).ok().unwrap();
-    // The last close's hook counts, then stamps: wait for the stamp.
+    // The last link's close stamps: wait for the stamp.
     let last = loop {
         if let Some(at) = *last_close.lock().unwrap() {
             break at;
