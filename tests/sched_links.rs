@@ -16,6 +16,7 @@ use common::wait_until;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
+use stepsched::process::state::Lifecycle;
 use stepsched::process::{
     Event, ExitReason, NoCommand, Pid, Process, ProcessError, Status, StepOutput,
 };
@@ -323,7 +324,11 @@ fn a_trapping_process_survives_and_sees_each_exit() {
 
 #[test]
 fn monitor_demonitor_churn_leaves_no_entries() {
-    let s = scheduler();
+    let s: Scheduler<Node> = Scheduler::builder()
+        .workers(2)
+        .count_queued_events(true)
+        .build()
+        .unwrap();
     let log = Arc::new(Log::default());
     let w = spawn(&s, &log);
     let t = spawn(&s, &log);
@@ -337,10 +342,17 @@ fn monitor_demonitor_churn_leaves_no_entries() {
     wait_until("the churn is applied", || {
         let wi = info(&s, w.pid()).unwrap();
         let (ti, ui) = (info(&s, t.pid()).unwrap(), info(&s, u.pid()).unwrap());
-        // w's requests are all sent once its mailbox is empty; t and u
-        // have processed them once idle again with no watcher left.
-        let done = |i: &stepsched::sched::ProcessInfo| i.monitored_by == 0 && i.steps > 1;
-        wi.monitors == 0 && done(&ti) && done(&ui)
+        // w's requests are all sent once it is idle with its mailbox
+        // empty; t and u have registered them once idle with theirs empty.
+        let idle = |i: &stepsched::sched::ProcessInfo| {
+            i.state == Lifecycle::Idle && i.queued == Some(0) && i.steps > 0
+        };
+        idle(&wi)
+            && idle(&ti)
+            && idle(&ui)
+            && wi.monitors == 0
+            && ti.monitored_by == 0
+            && ui.monitored_by == 0
     });
     for p in [t, u, w] {
         s.send(p.pid(), Msg::Finish).unwrap();

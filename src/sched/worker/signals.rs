@@ -38,7 +38,7 @@ impl<P: Process> Local<P> {
     /// (`Links::receive`): nothing a step sees differs. Every other request
     /// goes out in the order the step made it.
     pub(super) fn apply_links(&mut self, slot: &Slot<P>, pid: Pid, body: &mut Body<P>) {
-        let links = body.links_mut();
+        let links = body.links_mut(&mut self.spare_extras);
         let mut ops = core::mem::take(&mut self.effects.links);
         let mut held: Option<Pid> = None; // a `Monitor(pid)` not yet sent
         for op in ops.drain(..) {
@@ -125,7 +125,7 @@ impl<P: Process> Local<P> {
         body: &mut Body<P>,
         signal: Signal,
     ) -> Option<(Pid, ExitReason)> {
-        match body.links_mut().receive(signal) {
+        match body.links_mut(&mut self.spare_extras).receive(signal) {
             Received::Down(pid, reason) => Some((pid, reason)),
             Received::Nothing | Received::Kill(_) => None,
         }

@@ -176,9 +176,7 @@ fn percentile(sorted: &[u64], p: f64) -> u64 {
 fn stepsched_pair(pairs: u64) -> f64 {
     let s: Scheduler<Bench> = Scheduler::builder().workers(2).build().unwrap();
     let base = Instant::now();
-    let target = s
-        .submit(bench(Role::Idle, base), "idle", ())
-        .unwrap();
+    let target = s.submit(bench(Role::Idle, base), "idle", ()).unwrap();
     let start = Instant::now();
     let churner = Role::Churner {
         target,
@@ -276,10 +274,7 @@ fn stepsched_chain() -> f64 {
             prev,
             linked: false,
         };
-        let pid = s
-            .submit(bench(role, base), "link", ())
-            .ok()
-            .unwrap();
+        let pid = s.submit(bench(role, base), "link", ()).ok().unwrap();
         head.get_or_insert(pid);
         prev = Some(pid);
     }
