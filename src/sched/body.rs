@@ -77,6 +77,15 @@ impl<P: Process> SpareExtras<P> {
         SpareExtras(Vec::new())
     }
 
+    /// A spare part, or a new one. Out of line: the callers' hot paths
+    /// (the worker loop's, into which they are inlined) only test for an
+    /// existing part.
+    #[cold]
+    #[inline(never)]
+    fn take(&mut self) -> Box<Extra<P>> {
+        self.0.pop().unwrap_or_else(Extra::new)
+    }
+
     /// Keeps `extra`, taken from a closed process, for another one; frees
     /// it if the worker has enough, or if it still holds anything.
     pub(crate) fn give(&mut self, extra: Box<Extra<P>>) {
@@ -95,8 +104,7 @@ impl<P: Process> Body<P> {
     /// As [`extra_mut`](Self::extra_mut), on a worker: a spare part if the
     /// worker has one.
     pub(crate) fn extra_from(&mut self, spare: &mut SpareExtras<P>) -> &mut Extra<P> {
-        self.extra
-            .get_or_insert_with(|| spare.0.pop().unwrap_or_else(Extra::new))
+        self.extra.get_or_insert_with(|| spare.take())
     }
 
     /// Its monitors and links, if it has used any.
