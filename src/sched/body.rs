@@ -69,7 +69,10 @@ const SPARE_EXTRAS: usize = 64;
 
 /// A worker's spare extra parts (see [`SPARE_EXTRAS`]): a `malloc` and a
 /// `free` (~250 instructions together under callgrind, the largest single
-/// cost of closing a linked process) become a push and a pop.
+/// cost of closing a linked process) become a push and a pop. Boxes in a
+/// `Vec` on purpose: the boxes are what is reused, moved into and out of
+/// bodies.
+#[allow(clippy::vec_box)]
 pub(crate) struct SpareExtras<P: Process>(Vec<Box<Extra<P>>>);
 
 impl<P: Process> SpareExtras<P> {
