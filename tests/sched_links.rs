@@ -178,6 +178,15 @@ fn spawn(s: &Scheduler<Node>, log: &Arc<Log>) -> JoinHandle<Node> {
     s.submit_joinable(Node::new(log), "run", ()).ok().unwrap()
 }
 
+/// The PID of a process that has ended.
+fn ended(s: &Scheduler<Node>, log: &Arc<Log>) -> Pid {
+    let gone = spawn(s, log);
+    let pid = gone.pid();
+    s.send(pid, Msg::Finish).unwrap();
+    assert!(gone.join().is_ok());
+    pid
+}
+
 fn info(s: &Scheduler<Node>, pid: Pid) -> Option<stepsched::sched::ProcessInfo> {
     s.processes().into_iter().find(|p| p.pid == pid)
 }
@@ -186,10 +195,7 @@ fn info(s: &Scheduler<Node>, pid: Pid) -> Option<stepsched::sched::ProcessInfo> 
 fn a_monitor_of_an_ended_or_unknown_pid_gives_noproc_at_once() {
     let s = scheduler();
     let log = Arc::new(Log::default());
-    let gone = spawn(&s, &log);
-    let gone_pid = gone.pid();
-    s.send(gone_pid, Msg::Finish).unwrap();
-    assert!(gone.join().is_ok());
+    let gone_pid = ended(&s, &log);
     let w = spawn(&s, &log);
     let w_pid = w.pid();
     let never = Pid::from_raw(0x0000_0007_00ff_ffff);
@@ -369,10 +375,7 @@ fn monitor_demonitor_churn_leaves_no_entries() {
 fn a_monitor_and_demonitor_in_one_step_leave_nothing_behind() {
     let s = scheduler();
     let log = Arc::new(Log::default());
-    let gone = spawn(&s, &log);
-    let gone_pid = gone.pid();
-    s.send(gone_pid, Msg::Finish).unwrap();
-    assert!(gone.join().is_ok());
+    let gone_pid = ended(&s, &log);
     let w = spawn(&s, &log);
     let w_pid = w.pid();
     let t = spawn(&s, &log);

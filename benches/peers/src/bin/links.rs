@@ -1,8 +1,11 @@
 //! Monitors and links (issue 12), stepsched against tokio:
 //!
 //! - `pair`: the cost of one `monitor` + `demonitor` pair, made by one
-//!   process against an idle one, 1,000 pairs per step (the target is woken
-//!   to register and unregister them: that work is counted). tokio has no
+//!   process against an idle one, 1,000 pairs per step, as the BEAM side
+//!   loops. A pair made in one step cancels out before it is sent
+//!   (`apply_links`), so the target is not woken; a pair split across
+//!   steps costs two signals to the target and its wakeup, which this
+//!   shape does not measure. tokio has no
 //!   monitors; its nearest registration is a `watch` channel the target
 //!   holds: `subscribe()` + drop.
 //! - `down`: from a process's last step to its watcher's step that sees the
