@@ -261,8 +261,7 @@ impl Links {
 
     /// Counts for the process dump: (monitors held, watchers, links).
     pub fn counts(&self) -> (usize, usize, usize) {
-        let len = |pids: &Pids| pids.as_slice().len();
-        (len(&self.watching), len(&self.watchers), len(&self.linked))
+        (self.watching.len(), self.watchers.len(), self.linked.len())
     }
 }
 
@@ -321,6 +320,13 @@ impl Pids {
         match self {
             Pids::Inline { len, pids } => &pids[..usize::from(*len)],
             Pids::Heap(list) => list,
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Pids::Inline { len, .. } => usize::from(*len),
+            Pids::Heap(list) => list.len(),
         }
     }
 
