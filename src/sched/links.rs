@@ -316,6 +316,7 @@ impl Default for Pids {
 }
 
 impl Pids {
+    #[inline]
     fn as_slice(&self) -> &[Pid] {
         match self {
             Pids::Inline { len, pids } => &pids[..usize::from(*len)],
@@ -323,6 +324,7 @@ impl Pids {
         }
     }
 
+    #[inline]
     fn len(&self) -> usize {
         match self {
             Pids::Inline { len, .. } => usize::from(*len),
@@ -330,10 +332,12 @@ impl Pids {
         }
     }
 
+    #[inline]
     fn contains(&self, pid: Pid) -> bool {
         self.as_slice().contains(&pid)
     }
 
+    #[inline]
     fn push(&mut self, pid: Pid) {
         match self {
             Pids::Inline { len, pids } if usize::from(*len) < INLINE => {
@@ -351,16 +355,22 @@ impl Pids {
     }
 
     /// Removes `pid`; whether it was there.
+    #[inline]
     fn remove(&mut self, pid: Pid) -> bool {
-        let Some(at) = self.as_slice().iter().position(|p| *p == pid) else {
-            return false;
-        };
+        // One match: each arm searches and removes in its own storage.
         match self {
             Pids::Inline { len, pids } => {
+                let n = usize::from(*len);
+                let Some(at) = pids[..n].iter().position(|p| *p == pid) else {
+                    return false;
+                };
+                pids[at] = pids[n - 1];
                 *len -= 1;
-                pids[at] = pids[usize::from(*len)];
             }
             Pids::Heap(list) => {
+                let Some(at) = list.iter().position(|p| *p == pid) else {
+                    return false;
+                };
                 list.swap_remove(at);
             }
         }

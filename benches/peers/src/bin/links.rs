@@ -4,8 +4,8 @@
 //!   process against an idle one, 1,000 pairs per step, as the BEAM side
 //!   loops. A pair made in one step cancels out before it is sent
 //!   (`apply_links`), so the target is not woken; a pair split across
-//!   steps costs two signals to the target and its wakeup, which this
-//!   shape does not measure. tokio has no
+//!   steps costs two signals to the target and wakes it: `apart`, pairs
+//!   interleaved on two targets so that none cancels out, measures that. tokio has no
 //!   monitors; its nearest registration is a `watch` channel the target
 //!   holds: `subscribe()` + drop.
 //! - `down`: from a process's last step to its watcher's step that sees the
@@ -35,7 +35,8 @@
 //! cargo run --release -p stepsched-peers --bin links -- 1000 200 3 # smoke
 //! ```
 //! Arguments: pairs (default 1,000,000), samples (default 20,000), chains
-//! (default 20); then, optionally, the words `pair`, `down`, `chain` to run
+//! (default 20); then, optionally, the words `pair`, `apart` (the
+//! interleaved pairs), `down`, `chain` to run
 //! only those shapes, and `ours` or `tokio` to run one side only (for
 //! profiling one shape under callgrind).
 
@@ -53,7 +54,14 @@ fn now_ns(base: Instant) -> u64 {
 
 enum Role {
     /// Does `left` pairs against `target`, 1,000 per step.
-    Churner { target: Pid, left: u64 },
+    /// With `other`, each pair is interleaved with one on `other`
+    /// (`monitor(t) monitor(o) demonitor(t) demonitor(o)` counts two), so
+    /// that no pair cancels out in the step and every request is sent.
+    Churner {
+        target: Pid,
+        other: Option<Pid>,
+        left: u64,
+    },
     /// Idle until told to finish (a `Msg::Finish`).
     Idle,
     /// Spawns a `Stamp`, monitors it, records the latency of its `Down`;
@@ -116,15 +124,34 @@ impl Process for Bench {
             return Ok(());
         }
         match &mut self.role {
-            Role::Churner { target, left } => {
+            Role::Churner {
+                target,
+                other,
+                left,
+            } => {
                 let n = (*left).min(1000);
-                for _ in 0..n {
-                    out.monitor(*target);
-                    out.demonitor(*target);
+                match other {
+                    None => {
+                        for _ in 0..n {
+                            out.monitor(*target);
+                            out.demonitor(*target);
+                        }
+                    }
+                    Some(other) => {
+                        for _ in 0..n / 2 {
+                            out.monitor(*target);
+                            out.monitor(*other);
+                            out.demonitor(*target);
+                            out.demonitor(*other);
+                        }
+                    }
                 }
                 *left -= n;
                 if *left == 0 {
                     out.send(*target, Msg::Finish);
+                    if let Some(other) = other {
+                        out.send(*other, Msg::Finish);
+                    }
                     out.done(());
                 } else {
                     out.set_status(Status::Continue);
@@ -176,13 +203,18 @@ fn percentile(sorted: &[u64], p: f64) -> u64 {
     sorted[((sorted.len() - 1) as f64 * p) as usize]
 }
 
-fn stepsched_pair(pairs: u64) -> f64 {
+/// `apart`: pairs interleaved on two targets, so that every request is
+/// sent (see `Role::Churner`).
+fn stepsched_pair(pairs: u64, apart: bool) -> f64 {
     let s: Scheduler<Bench> = Scheduler::builder().workers(2).build().unwrap();
     let base = Instant::now();
-    let target = s.submit(bench(Role::Idle, base), "idle", ()).unwrap();
+    let idle = || s.submit(bench(Role::Idle, base), "idle", ()).unwrap();
+    let target = idle();
+    let other = apart.then(idle);
     let start = Instant::now();
     let churner = Role::Churner {
         target,
+        other,
         left: pairs,
     };
     let h = s
@@ -339,7 +371,7 @@ fn main() {
     let samples = args.get(1).copied().unwrap_or(20_000) as u32;
     let chains = args.get(2).copied().unwrap_or(20) as usize;
     let has = |w: &str| words.iter().any(|a| a == w);
-    let all_shapes = !(has("pair") || has("down") || has("chain"));
+    let all_shapes = !["pair", "apart", "down", "chain"].iter().any(|w| has(w));
     let shape = |w: &str| all_shapes || has(w);
     let (ours_on, tokio_on) = (!has("tokio"), !has("ours"));
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -348,13 +380,23 @@ fn main() {
         .unwrap();
 
     if shape("pair") {
-        let ours = if ours_on { stepsched_pair(pairs) } else { 0.0 };
+        let ours = if ours_on {
+            stepsched_pair(pairs, false)
+        } else {
+            0.0
+        };
         let theirs = if tokio_on {
             tokio_pair(&rt, pairs)
         } else {
             0.0
         };
         println!("pair (monitor+demonitor), ns: stepsched {ours:.1}  tokio watch subscribe+drop {theirs:.1}  (BEAM anchor 149)");
+    }
+    if shape("apart") && ours_on {
+        let apart = stepsched_pair(pairs, true);
+        println!(
+            "  pairs interleaved on two targets (each request sent), ns: stepsched {apart:.1}"
+        );
     }
 
     if shape("down") {
