@@ -13,9 +13,9 @@ use super::outside::Inbox;
 ///
 /// What every process may use is inline; what only some use (timers,
 /// monitors and links, an outside receiver's inbox) is behind one pointer,
-/// [`Extra`], allocated the first time a process needs it: a process that
-/// uses none of it pays one null check, and the slot stays three cache
-/// lines (see `Slot`).
+/// [`Extra`], allocated (or, on a worker, taken from its [`SpareExtras`])
+/// the first time a process needs it: a process that uses none of it pays
+/// one null check, and the slot stays three cache lines (see `Slot`).
 pub(crate) struct Body<P: Process> {
     pub(crate) process: Option<P>,
     /// Tags of yielded commands not yet completed.
