@@ -16,6 +16,7 @@ use common::wait_until;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
+use stepsched::process::state::Lifecycle;
 use stepsched::process::{
     Event, ExitReason, NoCommand, Pid, Process, ProcessError, Status, StepOutput,
 };
@@ -28,8 +29,12 @@ enum Msg {
     Demonitor(Pid),
     Link(Pid),
     Trap(bool),
-    /// Monitor and demonitor `.0`, `.1` times in this step.
+    /// Monitor and demonitor `.0`, `.1` times in this step (each pair
+    /// cancels out before it is sent: `apply_links`).
     Churn(Pid, u32),
+    /// Monitor `.0` and `.1`, then demonitor both, `.2` times in this step
+    /// (interleaved, so each request is sent).
+    ChurnTwo(Pid, Pid, u32),
     Finish,
     Fail,
     Panic,
@@ -126,6 +131,14 @@ impl Process for Node {
                         out.demonitor(t);
                     }
                 }
+                Event::Message(Msg::ChurnTwo(t, u, n)) => {
+                    for _ in 0..n {
+                        out.monitor(t);
+                        out.monitor(u);
+                        out.demonitor(t);
+                        out.demonitor(u);
+                    }
+                }
                 Event::Message(Msg::Finish) => out.done(()),
                 Event::Message(Msg::Fail) => return Err(format!("{me} failed on purpose")),
                 Event::Message(Msg::Panic) => panic!("{me} panicked on purpose"),
@@ -165,6 +178,15 @@ fn spawn(s: &Scheduler<Node>, log: &Arc<Log>) -> JoinHandle<Node> {
     s.submit_joinable(Node::new(log), "run", ()).ok().unwrap()
 }
 
+/// The PID of a process that has ended.
+fn ended(s: &Scheduler<Node>, log: &Arc<Log>) -> Pid {
+    let gone = spawn(s, log);
+    let pid = gone.pid();
+    s.send(pid, Msg::Finish).unwrap();
+    assert!(gone.join().is_ok());
+    pid
+}
+
 fn info(s: &Scheduler<Node>, pid: Pid) -> Option<stepsched::sched::ProcessInfo> {
     s.processes().into_iter().find(|p| p.pid == pid)
 }
@@ -173,10 +195,7 @@ fn info(s: &Scheduler<Node>, pid: Pid) -> Option<stepsched::sched::ProcessInfo> 
 fn a_monitor_of_an_ended_or_unknown_pid_gives_noproc_at_once() {
     let s = scheduler();
     let log = Arc::new(Log::default());
-    let gone = spawn(&s, &log);
-    let gone_pid = gone.pid();
-    s.send(gone_pid, Msg::Finish).unwrap();
-    assert!(gone.join().is_ok());
+    let gone_pid = ended(&s, &log);
     let w = spawn(&s, &log);
     let w_pid = w.pid();
     let never = Pid::from_raw(0x0000_0007_00ff_ffff);
@@ -311,25 +330,74 @@ fn a_trapping_process_survives_and_sees_each_exit() {
 
 #[test]
 fn monitor_demonitor_churn_leaves_no_entries() {
-    let s = scheduler();
+    let s: Scheduler<Node> = Scheduler::builder()
+        .workers(2)
+        .count_queued_events(true)
+        .build()
+        .unwrap();
     let log = Arc::new(Log::default());
     let w = spawn(&s, &log);
     let t = spawn(&s, &log);
+    let u = spawn(&s, &log);
     let rounds = if cfg!(miri) { 10 } else { 1000 };
     for _ in 0..rounds {
-        s.send(w.pid(), Msg::Churn(t.pid(), 100)).unwrap();
+        s.send(w.pid(), Msg::Churn(t.pid(), 50)).unwrap();
+        s.send(w.pid(), Msg::ChurnTwo(t.pid(), u.pid(), 25))
+            .unwrap();
     }
     wait_until("the churn is applied", || {
-        let (wi, ti) = (info(&s, w.pid()).unwrap(), info(&s, t.pid()).unwrap());
-        // w's requests are all sent once its mailbox is empty; t has
-        // processed them once it is idle again with no watcher left.
-        wi.monitors == 0 && ti.monitored_by == 0 && ti.steps > 0
+        let wi = info(&s, w.pid()).unwrap();
+        let (ti, ui) = (info(&s, t.pid()).unwrap(), info(&s, u.pid()).unwrap());
+        // w's requests are all sent once it is idle with its mailbox
+        // empty; t and u have registered them once idle with theirs empty.
+        let idle = |i: &stepsched::sched::ProcessInfo| {
+            i.state == Lifecycle::Idle && i.queued == Some(0) && i.steps > 0
+        };
+        idle(&wi)
+            && idle(&ti)
+            && idle(&ui)
+            && wi.monitors == 0
+            && ti.monitored_by == 0
+            && ui.monitored_by == 0
     });
-    s.send(t.pid(), Msg::Finish).unwrap();
-    assert!(t.join().is_ok());
+    for p in [t, u, w] {
+        s.send(p.pid(), Msg::Finish).unwrap();
+        assert!(p.join().is_ok());
+    }
+    assert_eq!(log.count(), 0, "no Down after a demonitor");
+}
+
+/// A `monitor` and `demonitor` of one target in one step cancel out
+/// before they are sent: no `Down` from the target's end, or for a target
+/// already gone (whose `NoProc` would otherwise come); a monitor set again
+/// after such a pair, in the same step, is told of the end once.
+#[test]
+fn a_monitor_and_demonitor_in_one_step_leave_nothing_behind() {
+    let s = scheduler();
+    let log = Arc::new(Log::default());
+    let gone_pid = ended(&s, &log);
+    let w = spawn(&s, &log);
+    let w_pid = w.pid();
+    let t = spawn(&s, &log);
+    s.send(w.pid(), Msg::Churn(gone_pid, 3)).unwrap();
+    s.send(w.pid(), Msg::Churn(t.pid(), 3)).unwrap();
+    wait_until("w has stepped", || info(&s, w.pid()).unwrap().steps >= 1);
+    assert_eq!(info(&s, t.pid()).unwrap().monitored_by, 0);
+    s.send(t.pid(), Msg::Fail).unwrap();
+    assert!(t.join().is_err());
+    let u = spawn(&s, &log);
+    let u_pid = u.pid();
+    s.send(w.pid(), Msg::Churn(u_pid, 2)).unwrap();
+    s.send(w.pid(), Msg::Monitor(u_pid)).unwrap();
+    wait_until("u is watched", || {
+        info(&s, u_pid).is_some_and(|i| i.monitored_by == 1)
+    });
+    s.send(u_pid, Msg::Finish).unwrap();
+    assert!(u.join().is_ok());
+    wait_until("u's Down", || log.count() == 1);
     s.send(w.pid(), Msg::Finish).unwrap();
     assert!(w.join().is_ok());
-    assert_eq!(log.count(), 0, "no Down after a demonitor");
+    assert_eq!(log.downs_of(w_pid), vec![(u_pid, ExitReason::Done)]);
 }
 
 #[test]

@@ -13,9 +13,9 @@ use super::outside::Inbox;
 ///
 /// What every process may use is inline; what only some use (timers,
 /// monitors and links, an outside receiver's inbox) is behind one pointer,
-/// [`Extra`], allocated the first time a process needs it: a process that
-/// uses none of it pays one null check, and the slot stays three cache
-/// lines (see `Slot`).
+/// [`Extra`], allocated (or, on a worker, taken from its [`SpareExtras`])
+/// the first time a process needs it: a process that uses none of it pays
+/// one null check, and the slot stays three cache lines (see `Slot`).
 pub(crate) struct Body<P: Process> {
     pub(crate) process: Option<P>,
     /// Tags of yielded commands not yet completed.
@@ -44,16 +44,70 @@ pub(crate) struct Extra<P: Process> {
     pub(crate) timers: Vec<super::timer::Record>,
 }
 
+impl<P: Process> Extra<P> {
+    fn new() -> Box<Extra<P>> {
+        Box::new(Extra {
+            outside: None,
+            links: None,
+            timers: Vec::new(),
+        })
+    }
+
+    /// Whether it holds nothing, as a closed process's does once `close`
+    /// has taken its parts (and freed its timers' vector).
+    fn is_clear(&self) -> bool {
+        self.outside.is_none() && self.links.is_none() && self.timers.capacity() == 0
+    }
+}
+
+/// How many spare extra parts a worker keeps: a watched or linked process
+/// takes one when it is first monitored or linked and gives it back at
+/// its close, so a worker closing such processes as fast as they are
+/// made (a chain torn down, a watcher spawning and watching children)
+/// allocates none. 64 of ~150 bytes: ~10 KiB a worker at most.
+const SPARE_EXTRAS: usize = 64;
+
+/// A worker's spare extra parts (see [`SPARE_EXTRAS`]): a `malloc` and a
+/// `free` (~250 instructions together under callgrind, the largest single
+/// cost of closing a linked process) become a push and a pop. Boxes in a
+/// `Vec` on purpose: the boxes are what is reused, moved into and out of
+/// bodies.
+#[allow(clippy::vec_box)]
+pub(crate) struct SpareExtras<P: Process>(Vec<Box<Extra<P>>>);
+
+impl<P: Process> SpareExtras<P> {
+    pub(crate) fn new() -> Self {
+        SpareExtras(Vec::new())
+    }
+
+    /// A spare part, or a new one. Out of line: the callers' hot paths
+    /// (the worker loop's, into which they are inlined) only test for an
+    /// existing part.
+    #[cold]
+    #[inline(never)]
+    fn take(&mut self) -> Box<Extra<P>> {
+        self.0.pop().unwrap_or_else(Extra::new)
+    }
+
+    /// Keeps `extra`, taken from a closed process, for another one; frees
+    /// it if the worker has enough, or if it still holds anything.
+    pub(crate) fn give(&mut self, extra: Box<Extra<P>>) {
+        if self.0.len() < SPARE_EXTRAS && extra.is_clear() {
+            self.0.push(extra);
+        }
+    }
+}
+
 impl<P: Process> Body<P> {
     /// The extra part, allocated on first use.
     pub(crate) fn extra_mut(&mut self) -> &mut Extra<P> {
-        self.extra.get_or_insert_with(|| {
-            Box::new(Extra {
-                outside: None,
-                links: None,
-                timers: Vec::new(),
-            })
-        })
+        self.extra.get_or_insert_with(Extra::new)
+    }
+
+    /// As [`extra_mut`](Self::extra_mut), on a worker: a spare part if the
+    /// worker has one.
+    pub(crate) fn extra_from(&mut self, spare: &mut SpareExtras<P>) -> &mut Extra<P> {
+        self.extra.get_or_insert_with(|| spare.take())
     }
 
     /// Its monitors and links, if it has used any.
@@ -61,9 +115,10 @@ impl<P: Process> Body<P> {
         self.extra.as_deref()?.links.as_ref()
     }
 
-    /// Its monitors and links, created on first use.
-    pub(crate) fn links_mut(&mut self) -> &mut Links {
-        self.extra_mut().links.get_or_insert_with(Links::default)
+    /// Its monitors and links, created on first use (in a spare extra part
+    /// of the worker's, if it has one).
+    pub(crate) fn links_mut(&mut self, spare: &mut SpareExtras<P>) -> &mut Links {
+        (self.extra_from(spare).links).get_or_insert_with(Links::default)
     }
 
     /// Its pending timers and command timeouts (none without an extra).

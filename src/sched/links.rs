@@ -56,9 +56,10 @@
 //!
 //! # Limits
 //!
-//! The lists are vectors searched linearly: fine for the tens a process
-//! typically holds, O(n) per `demonitor` or `unlink` for a process watched
-//! by thousands. One monitor per (watcher, target): see
+//! The lists are searched linearly: fine for the tens a process typically
+//! holds, O(n) per `demonitor` or `unlink` for a process watched by
+//! thousands. Up to two PIDs per list are kept in place (`Pids`), so the
+//! usual process allocates only the body's extra part for them. One monitor per (watcher, target): see
 //! `StepOutput::monitor`.
 //!
 //! Built under loom too (`loom-tests/tests/links.rs` runs this code against
@@ -150,11 +151,11 @@ pub enum Received {
 #[derive(Debug, Default)]
 pub struct Links {
     /// Processes this one monitors (at most once each).
-    watching: Vec<Pid>,
+    watching: Pids,
     /// Processes that monitor this one, as registered here.
-    watchers: Vec<Pid>,
+    watchers: Pids,
     /// Processes linked with this one.
-    linked: Vec<Pid>,
+    linked: Pids,
     /// Whether exits of linked processes come as `Event::Down`.
     trap: bool,
     /// Set when an exit signal ends this process: by whom.
@@ -168,7 +169,7 @@ impl Links {
     /// A request of the holder `me`'s step: the signal to send to the
     /// returned PID, if any (none if it changes nothing).
     pub fn monitor(&mut self, me: Pid, target: Pid) -> Option<(Pid, Signal)> {
-        if target == me || self.watching.contains(&target) {
+        if target == me || self.watching.contains(target) {
             return None;
         }
         self.watching.push(target);
@@ -177,12 +178,12 @@ impl Links {
 
     /// As [`monitor`](Self::monitor), for `demonitor`.
     pub fn demonitor(&mut self, me: Pid, target: Pid) -> Option<(Pid, Signal)> {
-        remove(&mut self.watching, target).then_some((target, Signal::Demonitor(me)))
+        (self.watching.remove(target)).then_some((target, Signal::Demonitor(me)))
     }
 
     /// As [`monitor`](Self::monitor), for `link`.
     pub fn link(&mut self, me: Pid, to: Pid) -> Option<(Pid, Signal)> {
-        if to == me || self.linked.contains(&to) {
+        if to == me || self.linked.contains(to) {
             return None;
         }
         self.linked.push(to);
@@ -191,7 +192,7 @@ impl Links {
 
     /// As [`monitor`](Self::monitor), for `unlink`.
     pub fn unlink(&mut self, me: Pid, to: Pid) -> Option<(Pid, Signal)> {
-        remove(&mut self.linked, to).then_some((to, Signal::Unlink(me)))
+        (self.linked.remove(to)).then_some((to, Signal::Unlink(me)))
     }
 
     /// `trap_exits`.
@@ -204,18 +205,18 @@ impl Links {
         match signal {
             Signal::Monitor(watcher) => self.watchers.push(watcher),
             Signal::Demonitor(watcher) => {
-                remove(&mut self.watchers, watcher);
+                self.watchers.remove(watcher);
             }
             Signal::Link(from) => {
-                if !self.linked.contains(&from) {
+                if !self.linked.contains(from) {
                     self.linked.push(from);
                 }
             }
             Signal::Unlink(from) => {
-                remove(&mut self.linked, from);
+                self.linked.remove(from);
             }
             Signal::Down(target, reason) => {
-                if remove(&mut self.watching, target) {
+                if self.watching.remove(target) {
                     return Received::Down(target, reason);
                 }
             }
@@ -228,7 +229,7 @@ impl Links {
 
     /// An exit signal from `from`, which ended with `reason`.
     fn exited(&mut self, from: Pid, reason: ExitReason) -> Received {
-        if !remove(&mut self.linked, from) {
+        if !self.linked.remove(from) {
             // Unlinked meanwhile, or a second exit for one link.
             Received::Nothing
         } else if self.trap {
@@ -290,14 +291,113 @@ pub fn unpack_counts(word: u64) -> (u32, u32, u32) {
     (field(0), field(21), field(42))
 }
 
-/// Removes `pid` from `list` (order is not kept); whether it was there.
-fn remove(list: &mut Vec<Pid>, pid: Pid) -> bool {
-    match list.iter().position(|p| *p == pid) {
-        Some(at) => {
-            list.swap_remove(at);
-            true
+/// How many PIDs a [`Pids`] keeps in place before it moves them to a
+/// vector: a link of a chain has two (its neighbours), a watched process
+/// one or two watchers, a watcher waiting for a reply one monitor.
+const INLINE: usize = 2;
+
+/// A set of PIDs kept as a list (order is not kept): up to [`INLINE`] in
+/// place, so that the usual process, which monitors, is watched by or is
+/// linked with one or two others, allocates nothing for it beyond the
+/// body's extra part; more in a vector (kept once made).
+#[derive(Debug)]
+enum Pids {
+    Inline { len: u8, pids: [Pid; INLINE] },
+    Heap(Vec<Pid>),
+}
+
+impl Default for Pids {
+    fn default() -> Pids {
+        Pids::Inline {
+            len: 0,
+            pids: [Pid::new(0, 0); INLINE],
         }
-        None => false,
+    }
+}
+
+impl Pids {
+    #[inline]
+    fn as_slice(&self) -> &[Pid] {
+        match self {
+            Pids::Inline { len, pids } => &pids[..usize::from(*len)],
+            Pids::Heap(list) => list,
+        }
+    }
+
+    #[inline]
+    fn len(&self) -> usize {
+        match self {
+            Pids::Inline { len, .. } => usize::from(*len),
+            Pids::Heap(list) => list.len(),
+        }
+    }
+
+    #[inline]
+    fn contains(&self, pid: Pid) -> bool {
+        self.as_slice().contains(&pid)
+    }
+
+    #[inline]
+    fn push(&mut self, pid: Pid) {
+        match self {
+            Pids::Inline { len, pids } if usize::from(*len) < INLINE => {
+                pids[usize::from(*len)] = pid;
+                *len += 1;
+            }
+            Pids::Inline { pids, .. } => {
+                let mut list = Vec::with_capacity(2 * INLINE);
+                list.extend_from_slice(pids);
+                list.push(pid);
+                *self = Pids::Heap(list);
+            }
+            Pids::Heap(list) => list.push(pid),
+        }
+    }
+
+    /// Removes `pid`; whether it was there.
+    #[inline]
+    fn remove(&mut self, pid: Pid) -> bool {
+        // One match: each arm searches and removes in its own storage.
+        match self {
+            Pids::Inline { len, pids } => {
+                let n = usize::from(*len);
+                let Some(at) = pids[..n].iter().position(|p| *p == pid) else {
+                    return false;
+                };
+                pids[at] = pids[n - 1];
+                *len -= 1;
+            }
+            Pids::Heap(list) => {
+                let Some(at) = list.iter().position(|p| *p == pid) else {
+                    return false;
+                };
+                list.swap_remove(at);
+            }
+        }
+        true
+    }
+}
+
+impl IntoIterator for Pids {
+    type Item = Pid;
+    type IntoIter = PidsIter;
+    fn into_iter(self) -> PidsIter {
+        PidsIter { pids: self, at: 0 }
+    }
+}
+
+/// [`Pids`] by value, for the farewell.
+struct PidsIter {
+    pids: Pids,
+    at: usize,
+}
+
+impl Iterator for PidsIter {
+    type Item = Pid;
+    fn next(&mut self) -> Option<Pid> {
+        let pid = self.pids.as_slice().get(self.at).copied();
+        self.at += 1;
+        pid
     }
 }
 
@@ -348,6 +448,30 @@ mod tests {
             Received::Down(pid(2), ExitReason::NoProc)
         );
         assert_eq!(t.receive(exit(2, ExitReason::NoProc)), Received::Nothing);
+    }
+
+    /// A list keeps two PIDs in place and more in a vector, and behaves
+    /// the same either way.
+    #[test]
+    fn pid_lists_spill_and_remove() {
+        use super::Pids;
+        let mut list = Pids::default();
+        for i in 1..=5 {
+            assert!(!list.contains(pid(i)));
+            list.push(pid(i));
+            assert!(list.contains(pid(i)));
+            assert_eq!(matches!(list, Pids::Heap(_)), i > 2, "{i}");
+        }
+        assert!(list.remove(pid(1)) && !list.remove(pid(1)));
+        let mut left: Vec<_> = list.into_iter().collect();
+        left.sort();
+        assert_eq!(left, [pid(2), pid(3), pid(4), pid(5)]);
+        let mut small = Pids::default();
+        small.push(pid(1));
+        small.push(pid(2));
+        assert!(small.remove(pid(1)) && !small.remove(pid(3)));
+        assert_eq!(small.as_slice(), [pid(2)]);
+        assert!(small.remove(pid(2)) && small.as_slice().is_empty());
     }
 
     /// Only a reason with a summary is boxed; every reason comes back out

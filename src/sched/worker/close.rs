@@ -42,8 +42,9 @@ impl<P: Process> Local<P> {
                 body.process.take(),
                 body.joiner.take(),
                 core::mem::take(&mut body.carry),
-                // Freed at the end, after the `Down`s and exits are sent:
-                // not on the way from the end to the watchers.
+                // Kept for another process (or freed) at the end, after the
+                // `Down`s and exits are sent: not on the way from the end to
+                // the watchers.
                 body.extra.take(),
             )
         };
@@ -129,6 +130,8 @@ impl<P: Process> Local<P> {
         if let Some(joiner) = joiner {
             joiner.set(pid, outcome);
         }
-        drop(extra);
+        if let Some(extra) = extra {
+            self.spare_extras.give(extra);
+        }
     }
 }

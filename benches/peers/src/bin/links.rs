@@ -1,8 +1,11 @@
 //! Monitors and links (issue 12), stepsched against tokio:
 //!
 //! - `pair`: the cost of one `monitor` + `demonitor` pair, made by one
-//!   process against an idle one, 1,000 pairs per step (the target is woken
-//!   to register and unregister them: that work is counted). tokio has no
+//!   process against an idle one, 1,000 pairs per step, as the BEAM side
+//!   loops. A pair made in one step cancels out before it is sent
+//!   (`apply_links`), so the target is not woken; a pair split across
+//!   steps costs two signals to the target and wakes it: `apart`, pairs
+//!   interleaved on two targets so that none cancels out, measures that. tokio has no
 //!   monitors; its nearest registration is a `watch` channel the target
 //!   holds: `subscribe()` + drop.
 //! - `down`: from a process's last step to its watcher's step that sees the
@@ -12,8 +15,8 @@
 //!   `JoinHandle`.
 //! - `chain`: a chain of 1,000 linked processes torn down from its head,
 //!   per process: from the head's failing step to the last close. tokio: a
-//!   chain of tasks, each awaiting the previous one's `oneshot` sender
-//!   being dropped and then dropping its own.
+//!   chain of detached tasks, each awaiting the previous one's `oneshot`
+//!   sender being dropped and then dropping its own.
 //!
 //! The BEAM side, the same three shapes on Erlang/OTP with two schedulers
 //! (`apt-get install erlang-base`):
@@ -32,9 +35,12 @@
 //! cargo run --release -p stepsched-peers --bin links -- 1000 200 3 # smoke
 //! ```
 //! Arguments: pairs (default 1,000,000), samples (default 20,000), chains
-//! (default 20).
+//! (default 20); then, optionally, the words `pair`, `apart` (the
+//! interleaved pairs), `down`, `chain` to run
+//! only those shapes, and `ours` or `tokio` to run one side only (for
+//! profiling one shape under callgrind).
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -48,7 +54,14 @@ fn now_ns(base: Instant) -> u64 {
 
 enum Role {
     /// Does `left` pairs against `target`, 1,000 per step.
-    Churner { target: Pid, left: u64 },
+    /// With `other`, each pair is interleaved with one on `other`
+    /// (`monitor(t) monitor(o) demonitor(t) demonitor(o)` counts two), so
+    /// that no pair cancels out in the step and every request is sent.
+    Churner {
+        target: Pid,
+        other: Option<Pid>,
+        left: u64,
+    },
     /// Idle until told to finish (a `Msg::Finish`).
     Idle,
     /// Spawns a `Stamp`, monitors it, records the latency of its `Down`;
@@ -68,8 +81,12 @@ enum Role {
 struct Bench {
     role: Role,
     base: Instant,
-    stamp: Arc<AtomicU64>,
 }
+
+/// Where a `Stamp` leaves its clock reading for its watcher: a static, so
+/// that no process holds a reference count (tokio's target returns the
+/// reading through its `JoinHandle`, and counts nothing either).
+static STAMP: AtomicU64 = AtomicU64::new(0);
 
 #[derive(Clone, Copy)]
 enum Msg {
@@ -107,15 +124,34 @@ impl Process for Bench {
             return Ok(());
         }
         match &mut self.role {
-            Role::Churner { target, left } => {
+            Role::Churner {
+                target,
+                other,
+                left,
+            } => {
                 let n = (*left).min(1000);
-                for _ in 0..n {
-                    out.monitor(*target);
-                    out.demonitor(*target);
+                match other {
+                    None => {
+                        for _ in 0..n {
+                            out.monitor(*target);
+                            out.demonitor(*target);
+                        }
+                    }
+                    Some(other) => {
+                        for _ in 0..n / 2 {
+                            out.monitor(*target);
+                            out.monitor(*other);
+                            out.demonitor(*target);
+                            out.demonitor(*other);
+                        }
+                    }
                 }
                 *left -= n;
                 if *left == 0 {
                     out.send(*target, Msg::Finish);
+                    if let Some(other) = other {
+                        out.send(*other, Msg::Finish);
+                    }
                     out.done(());
                 } else {
                     out.set_status(Status::Continue);
@@ -127,7 +163,7 @@ impl Process for Bench {
                     let seen = now_ns(self.base);
                     lat.lock()
                         .unwrap()
-                        .push(seen - self.stamp.load(Ordering::Relaxed));
+                        .push(seen - STAMP.load(Ordering::Relaxed));
                     *left -= 1;
                 }
                 if *left == 0 {
@@ -137,14 +173,13 @@ impl Process for Bench {
                     let child = Bench {
                         role: Role::Stamp,
                         base: self.base,
-                        stamp: Arc::clone(&self.stamp),
                     };
                     let pid = out.spawn(child, "stamp", ()).map_err(|_| ())?;
                     out.monitor(pid);
                 }
             }
             Role::Stamp => {
-                self.stamp.store(now_ns(self.base), Ordering::Relaxed);
+                STAMP.store(now_ns(self.base), Ordering::Relaxed);
                 out.done(());
             }
             Role::Link { prev, linked } => {
@@ -160,31 +195,30 @@ impl Process for Bench {
     }
 }
 
-fn bench(role: Role, base: Instant, stamp: &Arc<AtomicU64>) -> Bench {
-    Bench {
-        role,
-        base,
-        stamp: Arc::clone(stamp),
-    }
+fn bench(role: Role, base: Instant) -> Bench {
+    Bench { role, base }
 }
 
 fn percentile(sorted: &[u64], p: f64) -> u64 {
     sorted[((sorted.len() - 1) as f64 * p) as usize]
 }
 
-fn stepsched_pair(pairs: u64) -> f64 {
+/// `apart`: pairs interleaved on two targets, so that every request is
+/// sent (see `Role::Churner`).
+fn stepsched_pair(pairs: u64, apart: bool) -> f64 {
     let s: Scheduler<Bench> = Scheduler::builder().workers(2).build().unwrap();
-    let (base, stamp) = (Instant::now(), Arc::new(AtomicU64::new(0)));
-    let target = s
-        .submit(bench(Role::Idle, base, &stamp), "idle", ())
-        .unwrap();
+    let base = Instant::now();
+    let idle = || s.submit(bench(Role::Idle, base), "idle", ()).unwrap();
+    let target = idle();
+    let other = apart.then(idle);
     let start = Instant::now();
     let churner = Role::Churner {
         target,
+        other,
         left: pairs,
     };
     let h = s
-        .submit_joinable(bench(churner, base, &stamp), "churn", ())
+        .submit_joinable(bench(churner, base), "churn", ())
         .ok()
         .unwrap();
     h.join().unwrap();
@@ -211,7 +245,7 @@ fn tokio_pair(rt: &tokio::runtime::Runtime, pairs: u64) -> f64 {
 
 fn stepsched_down(samples: u32) -> Vec<u64> {
     let s: Scheduler<Bench> = Scheduler::builder().workers(2).build().unwrap();
-    let (base, stamp) = (Instant::now(), Arc::new(AtomicU64::new(0)));
+    let base = Instant::now();
     let lat = Arc::new(Mutex::new(Vec::with_capacity(samples as usize)));
     let watcher = Role::Watcher {
         left: samples,
@@ -219,7 +253,7 @@ fn stepsched_down(samples: u32) -> Vec<u64> {
         lat: Arc::clone(&lat),
     };
     let h = s
-        .submit_joinable(bench(watcher, base, &stamp), "watch", ())
+        .submit_joinable(bench(watcher, base), "watch", ())
         .ok()
         .unwrap();
     h.join().unwrap();
@@ -250,20 +284,24 @@ fn tokio_down(rt: &tokio::runtime::Runtime, samples: u32) -> Vec<u64> {
 const CHAIN: usize = 1000;
 
 fn stepsched_chain() -> f64 {
-    let closed = Arc::new(AtomicUsize::new(0));
+    // The hook looks for the last link's close alone (one Relaxed load per
+    // close), as tokio's last task alone stamps the clock: a count of
+    // every close (an RMW on one shared word per process, from both
+    // workers) would be a cost the tokio side does not pay.
+    let last_pid = Arc::new(AtomicU64::new(u64::MAX));
     let failed_at = Arc::new(Mutex::new(None::<Instant>));
     let last_close = Arc::new(Mutex::new(None::<Instant>));
-    let (c, l) = (Arc::clone(&closed), Arc::clone(&last_close));
+    let (lp, l) = (Arc::clone(&last_pid), Arc::clone(&last_close));
     let s: Scheduler<Bench> = Scheduler::builder()
         .workers(2)
-        .on_complete(move |_, _| {
-            if c.fetch_add(1, Ordering::AcqRel) + 1 == CHAIN {
+        .on_complete(move |pid, _| {
+            if pid.into_raw() == lp.load(Ordering::Relaxed) {
                 *l.lock().unwrap() = Some(Instant::now());
             }
         })
         .build()
         .unwrap();
-    let (base, stamp) = (Instant::now(), Arc::new(AtomicU64::new(0)));
+    let base = Instant::now();
     let mut prev = None;
     let mut head = None;
     for _ in 0..CHAIN {
@@ -271,10 +309,7 @@ fn stepsched_chain() -> f64 {
             prev,
             linked: false,
         };
-        let pid = s
-            .submit(bench(role, base, &stamp), "link", ())
-            .ok()
-            .unwrap();
+        let pid = s.submit(bench(role, base), "link", ()).ok().unwrap();
         head.get_or_insert(pid);
         prev = Some(pid);
     }
@@ -287,9 +322,10 @@ fn stepsched_chain() -> f64 {
     {
         std::thread::sleep(Duration::from_millis(1));
     }
+    last_pid.store(prev.unwrap().into_raw(), Ordering::Relaxed);
     *failed_at.lock().unwrap() = Some(Instant::now());
     s.send(head.unwrap(), Msg::Fail).ok().unwrap();
-    // The last close's hook counts, then stamps: wait for the stamp.
+    // The last link's close stamps: wait for the stamp.
     let last = loop {
         if let Some(at) = *last_close.lock().unwrap() {
             break at;
@@ -304,10 +340,13 @@ fn stepsched_chain() -> f64 {
 fn tokio_chain(rt: &tokio::runtime::Runtime) -> f64 {
     rt.block_on(async {
         let (head_tx, mut rx) = tokio::sync::oneshot::channel::<()>();
-        let mut handles = Vec::with_capacity(CHAIN);
         for _ in 1..CHAIN {
             let (tx, next_rx) = tokio::sync::oneshot::channel::<()>();
-            handles.push(tokio::spawn(async move {
+            // Detached, as a stepsched process with no joiner: each task's
+            // memory goes back as it ends, inside the timed window, as a
+            // closed process's does. (Holding the `JoinHandle`s kept every
+            // task's cell alive until after the clock stopped.)
+            drop(tokio::spawn(async move {
                 let _ = rx.await; // the previous link ended
                 drop(tx);
             }));
@@ -321,45 +360,77 @@ fn tokio_chain(rt: &tokio::runtime::Runtime) -> f64 {
         let start = Instant::now();
         drop(head_tx); // the head ends
         let end = last.await.unwrap();
-        for h in handles {
-            h.await.unwrap();
-        }
         (end - start).as_nanos() as f64 / CHAIN as f64
     })
 }
 
 fn main() {
-    let args: Vec<u64> = std::env::args()
-        .skip(1)
-        .filter_map(|a| a.parse().ok())
-        .collect();
+    let words: Vec<String> = std::env::args().skip(1).collect();
+    let args: Vec<u64> = words.iter().filter_map(|a| a.parse().ok()).collect();
     let pairs = args.first().copied().unwrap_or(1_000_000);
     let samples = args.get(1).copied().unwrap_or(20_000) as u32;
     let chains = args.get(2).copied().unwrap_or(20) as usize;
+    let has = |w: &str| words.iter().any(|a| a == w);
+    let all_shapes = !["pair", "apart", "down", "chain"].iter().any(|w| has(w));
+    let shape = |w: &str| all_shapes || has(w);
+    let (ours_on, tokio_on) = (!has("tokio"), !has("ours"));
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .build()
         .unwrap();
 
-    let (ours, theirs) = (stepsched_pair(pairs), tokio_pair(&rt, pairs));
-    println!("pair (monitor+demonitor), ns: stepsched {ours:.1}  tokio watch subscribe+drop {theirs:.1}  (BEAM anchor 149)");
+    if shape("pair") {
+        let ours = if ours_on {
+            stepsched_pair(pairs, false)
+        } else {
+            0.0
+        };
+        let theirs = if tokio_on {
+            tokio_pair(&rt, pairs)
+        } else {
+            0.0
+        };
+        println!("pair (monitor+demonitor), ns: stepsched {ours:.1}  tokio watch subscribe+drop {theirs:.1}  (BEAM anchor 149)");
+    }
+    if shape("apart") && ours_on {
+        let apart = stepsched_pair(pairs, true);
+        println!(
+            "  pairs interleaved on two targets (each request sent), ns: stepsched {apart:.1}"
+        );
+    }
 
-    let (ours, theirs) = (stepsched_down(samples), tokio_down(&rt, samples));
-    println!(
-        "down latency p50/p99, ns: stepsched {}/{}  tokio JoinHandle {}/{}  (BEAM anchor 701/902)",
-        percentile(&ours, 0.5),
-        percentile(&ours, 0.99),
-        percentile(&theirs, 0.5),
-        percentile(&theirs, 0.99)
-    );
+    if shape("down") {
+        let ours = if ours_on {
+            stepsched_down(samples)
+        } else {
+            vec![0]
+        };
+        let theirs = if tokio_on {
+            tokio_down(&rt, samples)
+        } else {
+            vec![0]
+        };
+        println!(
+            "down latency p50/p99, ns: stepsched {}/{}  tokio JoinHandle {}/{}  (BEAM anchor 701/902)",
+            percentile(&ours, 0.5),
+            percentile(&ours, 0.99),
+            percentile(&theirs, 0.5),
+            percentile(&theirs, 0.99)
+        );
+    }
 
-    let mut ours: Vec<f64> = (0..chains).map(|_| stepsched_chain()).collect();
-    let mut theirs: Vec<f64> = (0..chains).map(|_| tokio_chain(&rt)).collect();
-    ours.sort_by(f64::total_cmp);
-    theirs.sort_by(f64::total_cmp);
-    println!(
-        "chain of {CHAIN} torn down from its head, median ns per process: stepsched {:.1}  tokio {:.1}  (BEAM anchor 1,125)",
-        ours[ours.len() / 2],
-        theirs[theirs.len() / 2]
-    );
+    if shape("chain") {
+        let runs = |on: bool, f: &dyn Fn() -> f64| {
+            let mut v: Vec<f64> = (0..if on { chains } else { 1 })
+                .map(|_| if on { f() } else { 0.0 })
+                .collect();
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        };
+        let ours = runs(ours_on, &stepsched_chain);
+        let theirs = runs(tokio_on, &|| tokio_chain(&rt));
+        println!(
+            "chain of {CHAIN} torn down from its head, median ns per process: stepsched {ours:.1}  tokio {theirs:.1}  (BEAM anchor 1,125)"
+        );
+    }
 }
