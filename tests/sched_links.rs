@@ -367,6 +367,33 @@ fn monitor_demonitor_churn_leaves_no_entries() {
     assert_eq!(log.count(), 0, "no Down after a demonitor");
 }
 
+/// A same-step pair on a target already monitored from an earlier step
+/// still ends that monitor: the `monitor` changes nothing (one monitor per
+/// pair of processes), so the `demonitor` goes out and no `Down` comes.
+/// (Cancelling the pair as a whole would leave the old monitor in place.)
+#[test]
+fn a_same_step_pair_on_a_watched_target_still_demonitors_it() {
+    let s = scheduler();
+    let log = Arc::new(Log::default());
+    let w = spawn(&s, &log);
+    let w_pid = w.pid();
+    let t = spawn(&s, &log);
+    let t_pid = t.pid();
+    s.send(w_pid, Msg::Monitor(t_pid)).unwrap();
+    wait_until("t is watched", || {
+        info(&s, t_pid).is_some_and(|i| i.monitored_by == 1)
+    });
+    s.send(w_pid, Msg::Churn(t_pid, 1)).unwrap();
+    wait_until("t is no longer watched", || {
+        info(&s, t_pid).is_some_and(|i| i.monitored_by == 0)
+    });
+    s.send(t_pid, Msg::Finish).unwrap();
+    assert!(t.join().is_ok());
+    s.send(w_pid, Msg::Finish).unwrap();
+    assert!(w.join().is_ok());
+    assert_eq!(log.downs_of(w_pid), vec![]);
+}
+
 /// A `monitor` and `demonitor` of one target in one step cancel out
 /// before they are sent: no `Down` from the target's end, or for a target
 /// already gone (whose `NoProc` would otherwise come); a monitor set again
