@@ -35,6 +35,11 @@ enum Msg {
     /// Monitor `.0` and `.1`, then demonitor both, `.2` times in this step
     /// (interleaved, so each request is sent).
     ChurnTwo(Pid, Pid, u32),
+    /// In one step: link `.0`, monitor `.1`, monitor `.0`, demonitor
+    /// `.1`, demonitor `.0`, monitor `.0` (the requests to each target go
+    /// out together, in this order: `send_requests`); then a message to
+    /// `.1`, which reaches it after the requests.
+    Interleaved(Pid, Pid),
     Finish,
     Fail,
     Panic,
@@ -138,6 +143,15 @@ impl Process for Node {
                         out.demonitor(t);
                         out.demonitor(u);
                     }
+                }
+                Event::Message(Msg::Interleaved(t, u)) => {
+                    out.link(t);
+                    out.monitor(u);
+                    out.monitor(t);
+                    out.demonitor(u);
+                    out.demonitor(t);
+                    out.monitor(t);
+                    out.send(u, Msg::Trap(false));
                 }
                 Event::Message(Msg::Finish) => out.done(()),
                 Event::Message(Msg::Fail) => return Err(format!("{me} failed on purpose")),
@@ -256,6 +270,39 @@ fn each_way_of_ending_is_told_with_its_reason() {
         0,
         "each Down ends its monitor"
     );
+}
+
+/// One step's requests to two targets, interleaved: each target gets its
+/// own in the step's order (they are sent per target, under one notify
+/// each), so `t` ends linked and watched once, `u` unwatched; out of order
+/// `t` could be watched twice (two monitors after the demonitor) or not at
+/// all.
+#[test]
+fn a_steps_requests_reach_each_target_in_order() {
+    let s = scheduler();
+    let log = Arc::new(Log::default());
+    let w = spawn(&s, &log);
+    let (t, u) = (spawn(&s, &log), spawn(&s, &log));
+    let u_steps = |s: &Scheduler<Node>| info(s, u.pid()).map_or(0, |i| i.steps);
+    wait_until("u's first step", || u_steps(&s) == 1);
+    s.send(w.pid(), Msg::Interleaved(t.pid(), u.pid())).unwrap();
+    wait_until("t registers the link and the monitor", || {
+        info(&s, t.pid()).is_some_and(|i| i.links == 1 && i.monitored_by >= 1)
+    });
+    // `u` stepped for the message sent after its requests: it had
+    // registered both by then (signals are collected before a step).
+    wait_until("u's step for the message", || u_steps(&s) == 2);
+    assert_eq!(info(&s, u.pid()).unwrap().monitored_by, 0);
+    let (ti, wi) = (info(&s, t.pid()).unwrap(), info(&s, w.pid()).unwrap());
+    assert_eq!((ti.monitored_by, ti.links), (1, 1));
+    assert_eq!((wi.monitors, wi.links), (1, 1));
+    s.send(t.pid(), Msg::Finish).unwrap();
+    wait_until("the Down", || log.count() == 1);
+    assert_eq!(log.downs_of(w.pid()), vec![(t.pid(), ExitReason::Done)]);
+    s.send(w.pid(), Msg::Finish).unwrap();
+    s.send(u.pid(), Msg::Finish).unwrap();
+    assert!(w.join().is_ok(), "a normal end of a link ends no one");
+    assert!(u.join().is_ok());
 }
 
 #[test]

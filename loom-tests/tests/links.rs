@@ -82,6 +82,29 @@ impl Slot {
         }
     }
 
+    /// `Shared::deliver_signals` to `to`: a step's requests to one process,
+    /// each pushed, then one notify for them all. The answers owed if
+    /// they were refused or the notify raced the end.
+    fn deliver_batch(&self, to: Pid, signals: Vec<Signal>) -> Vec<(Pid, Signal)> {
+        let now = self.state.load();
+        let live = !matches!(now.lifecycle(), Lifecycle::Complete | Lifecycle::Free);
+        if now.generation() != to.generation() || !live {
+            return signals
+                .into_iter()
+                .filter_map(|s| unanswered(to, s))
+                .collect();
+        }
+        let mut owed = Vec::new();
+        for signal in signals {
+            owed.extend(unanswered(to, signal.clone()));
+            self.events.push((to.generation(), signal));
+        }
+        match self.state.notify(to.generation(), Wake::Message) {
+            Notify::Finished | Notify::Stale => owed,
+            Notify::Schedule | Notify::Nothing => Vec::new(),
+        }
+    }
+
     /// The holder's drain (`collect_events` or `close`): a signal of
     /// generation `me` goes to the body, another generation's is answered
     /// (its answers returned, to push). Returns what `receive` said.
@@ -289,5 +312,48 @@ fn a_monitor_on_a_slot_being_reused() {
         let (received, _) = w.drain(w_pid);
         assert_eq!(downs(&received, t_pid), 1, "{received:?}");
         assert_eq!(downs(&received, t2), 0, "a Down about the newer process");
+    });
+}
+
+/// W, trapping exits, links T and monitors it in one step: the two
+/// requests go to T together, pushed under one notify
+/// (`Shared::deliver_signals`), while T ends. Each is answered exactly
+/// once: two `Down`s about T (the monitor's, and the trapped exit's),
+/// with T's reason if T's close drained the requests, `NoProc` if they
+/// were refused or raced the end, and W holds no link or monitor
+/// afterwards. Notifying after the first push (the second unannounced)
+/// fails this model: a request pushed after T's drain, under a notify
+/// that found T live, is answered by no one.
+#[test]
+fn requests_pushed_under_one_notify_racing_the_end_are_answered_once_each() {
+    loom::model(|| {
+        let (w, w_pid) = Slot::running(0);
+        let (t, t_pid) = Slot::running(1);
+        // SAFETY: no other thread yet.
+        w.links.with_mut(|l| unsafe { &mut *l }.trap_exits(true));
+        let watcher = {
+            let (w, t) = (Arc::clone(&w), Arc::clone(&t));
+            thread::spawn(move || {
+                let (to, link) = w.request(|l| l.link(w_pid, t_pid));
+                let (_, monitor) = w.request(|l| l.monitor(w_pid, t_pid));
+                let answers = t.deliver_batch(to, vec![link, monitor]);
+                post(&w, w_pid, answers);
+            })
+        };
+        let farewell = t.close(t_pid, ExitReason::Done);
+        post(&w, w_pid, farewell);
+        watcher.join().unwrap();
+        let (received, _) = w.drain(w_pid);
+        assert_eq!(downs(&received, t_pid), 2, "{received:?}");
+        // The next holder of T's slot answers leftovers again (stale):
+        // the duplicates are dropped.
+        let _ = t.state.free();
+        let (_, stale_answers) = t.drain(pid(1, u32::MAX));
+        post(&w, w_pid, stale_answers);
+        let (received, _) = w.drain(w_pid);
+        assert_eq!(downs(&received, t_pid), 0, "{received:?}");
+        // SAFETY: every other thread has joined.
+        let counts = w.links.with(|l| unsafe { &*l }.counts());
+        assert_eq!(counts, (0, 0, 0), "a request left unanswered");
     });
 }

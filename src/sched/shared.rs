@@ -262,6 +262,45 @@ impl<P: Process> Shared<P> {
         }
     }
 
+    /// [`deliver_signal`](Self::deliver_signal) for several signals to one
+    /// process, from one step (`apply_links`): each pushed, in order, then
+    /// one notify for them all, which makes the process run at most once
+    /// for the lot instead of being woken by the first and racing the rest.
+    /// The guarantee is the one notify's (`links.rs`): pushed before it,
+    /// every signal is seen by a later step or drained by `close` if it
+    /// finds the process not Complete. `Err` as for one signal: then every
+    /// signal that may be owed an answer is in `owed` (all of them if the
+    /// process was refused; else the requests, cloned), for the caller to
+    /// answer (`links::unanswered`; duplicates are dropped by the
+    /// receiver, as for one).
+    pub(crate) fn deliver_signals(
+        &self,
+        pid: Pid,
+        signals: impl Iterator<Item = Signal>,
+        owed: &mut Vec<Signal>,
+        nodes: &mut NodeCache<Envelope<P>>,
+    ) -> Result<Option<Task<P>>, ()> {
+        let Ok(slot) = self.admit(pid) else {
+            owed.extend(signals);
+            return Err(());
+        };
+        let first_owed = owed.len();
+        for signal in signals {
+            if matches!(signal, Signal::Monitor(_) | Signal::Link(_)) {
+                owed.push(signal.clone());
+            }
+            let item = Item::Signal(signal);
+            self.enqueue(slot, pid, item, false, Wake::Message, Some(&mut *nodes));
+        }
+        match self.notify_pushed(slot, pid, Wake::Message) {
+            (task, true) => {
+                owed.truncate(first_owed);
+                Ok(task)
+            }
+            (_, false) => Err(()),
+        }
+    }
+
     /// [`deliver`](Self::deliver) for a timer's firing (`timer/mod.rs`),
     /// which wakes like a completion. Refused, it is dropped: its process
     /// ended, and nobody waits for it. The task to queue, if any.
@@ -318,6 +357,22 @@ impl<P: Process> Shared<P> {
         kind: Wake,
         nodes: Option<&mut NodeCache<Envelope<P>>>,
     ) -> (Option<Task<P>>, bool) {
+        self.enqueue(slot, pid, item, counted, kind, nodes);
+        self.notify_pushed(slot, pid, kind)
+    }
+
+    /// The first half of [`push`](Self::push): `item` into the mailbox,
+    /// with no notify.
+    #[inline]
+    fn enqueue(
+        &self,
+        slot: &Slot<P>,
+        pid: Pid,
+        item: Item<P>,
+        counted: bool,
+        kind: Wake,
+        nodes: Option<&mut NodeCache<Envelope<P>>>,
+    ) {
         let envelope = Envelope {
             generation: pid.generation(),
             counted,
@@ -339,6 +394,12 @@ impl<P: Process> Shared<P> {
             // shared depot would not be) or from shutdown.
             None => slot.events.push(envelope),
         }
+    }
+
+    /// The second half of [`push`](Self::push): notifies the process of
+    /// what was pushed.
+    #[inline]
+    fn notify_pushed(&self, slot: &Slot<P>, pid: Pid, kind: Wake) -> (Option<Task<P>>, bool) {
         match slot.state.notify(pid.generation(), kind) {
             Notify::Schedule => {
                 slot.stamp(self.clock.now());

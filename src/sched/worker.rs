@@ -136,6 +136,10 @@ pub(crate) struct Local<P: Process> {
     cancelled: u32,
     events: Vec<Event<P>>,
     effects: Effects<P>,
+    /// A step's monitor and link requests, and those of them owed an
+    /// answer, while `apply_links` sends them (buffers kept between steps).
+    requests: Vec<(Pid, super::links::Signal)>,
+    owed: Vec<super::links::Signal>,
     /// Slots this worker freed, for its own spawns.
     free: RefCell<FreeCache>,
     /// Mailbox nodes this worker's pops released, for its sends.
@@ -185,6 +189,8 @@ impl<P: Process> Local<P> {
             cancelled: 0,
             events: Vec::new(),
             effects: Effects::new(),
+            requests: Vec::new(),
+            owed: Vec::new(),
             free: RefCell::new(FreeCache::default()),
             nodes,
             spare_extras: SpareExtras::new(),

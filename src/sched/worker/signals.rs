@@ -45,6 +45,7 @@ impl<P: Process> Local<P> {
     pub(super) fn apply_links(&mut self, slot: &Slot<P>, pid: Pid, body: &mut Body<P>) {
         let links = body.links_mut(&mut self.spare_extras);
         let mut ops = core::mem::take(&mut self.effects.links);
+        let mut out = core::mem::take(&mut self.requests);
         let mut held: Option<Pid> = None; // a `Monitor(pid)` not yet sent
         for op in ops.drain(..) {
             let send = match op {
@@ -65,21 +66,55 @@ impl<P: Process> Local<P> {
                 }
             }
             if let Some(target) = held.take() {
-                self.send_signal(target, Signal::Monitor(pid), Wake::Message);
+                out.push((target, Signal::Monitor(pid)));
             }
             match signal {
                 Signal::Monitor(_) => held = Some(to),
-                // Requests wake an idle target (it registers them at once,
-                // so that `processes()` shows them), not a waiting one: its
-                // `close` drains them if it never steps again.
-                signal => self.send_signal(to, signal, Wake::Message),
+                signal => out.push((to, signal)),
             }
         }
         if let Some(target) = held {
-            self.send_signal(target, Signal::Monitor(pid), Wake::Message);
+            out.push((target, Signal::Monitor(pid)));
         }
         self.effects.links = ops; // keep the buffer
         publish_counts(slot, links);
+        self.send_requests(&mut out);
+        self.requests = out; // keep the buffer
+    }
+
+    /// Sends a step's requests (`apply_links`), those to one target
+    /// together: pushed in the step's order, under one notify
+    /// (`Shared::deliver_signals`), so that a target sent many requests
+    /// in one step is woken once for them, not by the first while the
+    /// rest are still being pushed. The order between targets is not
+    /// kept (a stable sort by target): each target sees only its own.
+    /// Requests wake an idle target (it registers them at once, so that
+    /// `processes()` shows them), not a waiting one: its `close` drains
+    /// them if it never steps again. Those that found no process (refused,
+    /// or their notify raced the end) are answered at once.
+    fn send_requests(&mut self, out: &mut Vec<(Pid, Signal)>) {
+        if out.len() == 1 {
+            // The usual step: one request, sent alone.
+            let (to, signal) = out.pop().expect("one request");
+            return self.send_signal(to, signal, Wake::Message);
+        }
+        out.sort_by_key(|&(to, _)| to.into_raw());
+        let mut owed = core::mem::take(&mut self.owed);
+        let mut rest = out.drain(..).peekable();
+        while let Some((to, first)) = rest.next() {
+            if rest.peek().map_or(true, |&(next, _)| next != to) {
+                self.send_signal(to, first, Wake::Message);
+                continue;
+            }
+            let same = core::iter::from_fn(|| rest.next_if(|&(t, _)| t == to).map(|(_, s)| s));
+            let signals = core::iter::once(first).chain(same);
+            match (self.shared).deliver_signals(to, signals, &mut owed, &mut self.nodes) {
+                Ok(Some(task)) => self.queue_woken(task),
+                Ok(None) => {}
+                Err(()) => owed.drain(..).for_each(|signal| self.answer(to, signal)),
+            }
+        }
+        self.owed = owed;
     }
 
     /// Sends `signal` to `to`; a request that found no process (refused,

@@ -3,9 +3,13 @@
 //! - `pair`: the cost of one `monitor` + `demonitor` pair, made by one
 //!   process against an idle one, 1,000 pairs per step, as the BEAM side
 //!   loops. A pair made in one step cancels out before it is sent
-//!   (`apply_links`), so the target is not woken; a pair split across
-//!   steps costs two signals to the target and wakes it: `apart`, pairs
-//!   interleaved on two targets so that none cancels out, measures that. tokio has no
+//!   (`apply_links`), so the target is not woken; `apart`, pairs
+//!   interleaved on two targets so that none cancels out, makes every
+//!   request go out: each is a node pushed into the target's mailbox and
+//!   taken out by the target, which registers it; a step's requests to
+//!   one target share one notify (`send_requests`), so each target is
+//!   woken once a step (much as a BEAM process, once scheduled, handles
+//!   the signals that reached it meanwhile together). tokio has no
 //!   monitors; its nearest registration is a `watch` channel the target
 //!   holds: `subscribe()` + drop.
 //! - `down`: from a process's last step to its watcher's step that sees the
