@@ -82,27 +82,33 @@ impl Slot {
         }
     }
 
-    /// `Shared::deliver_signals` to `to`: a step's requests to one process,
-    /// each pushed, then one notify for them all. The answers owed if
-    /// they were refused or the notify raced the end.
+    /// `Local::send_requests` for a step's requests to `to` (`Shared::
+    /// push_signal` each, then one `notify_signals`): each is checked and
+    /// pushed (or answered at once if refused), then one notify for all
+    /// that were pushed. The answers owed: to the refused requests, and to
+    /// the pushed ones if the notify raced the end.
     fn deliver_batch(&self, to: Pid, signals: Vec<Signal>) -> Vec<(Pid, Signal)> {
-        let now = self.state.load();
-        let live = !matches!(now.lifecycle(), Lifecycle::Complete | Lifecycle::Free);
-        if now.generation() != to.generation() || !live {
-            return signals
-                .into_iter()
-                .filter_map(|s| unanswered(to, s))
-                .collect();
-        }
+        let mut answers = Vec::new();
         let mut owed = Vec::new();
+        let mut pushed = false;
         for signal in signals {
+            let now = self.state.load();
+            let live = !matches!(now.lifecycle(), Lifecycle::Complete | Lifecycle::Free);
+            if now.generation() != to.generation() || !live {
+                answers.extend(unanswered(to, signal));
+                continue;
+            }
             owed.extend(unanswered(to, signal.clone()));
             self.events.push((to.generation(), signal));
+            pushed = true;
         }
-        match self.state.notify(to.generation(), Wake::Message) {
-            Notify::Finished | Notify::Stale => owed,
-            Notify::Schedule | Notify::Nothing => Vec::new(),
+        if pushed {
+            match self.state.notify(to.generation(), Wake::Message) {
+                Notify::Finished | Notify::Stale => answers.extend(owed),
+                Notify::Schedule | Notify::Nothing => {}
+            }
         }
+        answers
     }
 
     /// The holder's drain (`collect_events` or `close`): a signal of
@@ -317,8 +323,8 @@ fn a_monitor_on_a_slot_being_reused() {
 
 /// W, trapping exits, links T and monitors it in one step: the two
 /// requests go to T together, pushed under one notify
-/// (`Shared::deliver_signals`), while T ends. Each is answered exactly
-/// once: two `Down`s about T (the monitor's, and the trapped exit's),
+/// (`Shared::push_signal`, `notify_signals`), while T ends. Each is
+/// answered exactly once: two `Down`s about T (the monitor's, and the trapped exit's),
 /// with T's reason if T's close drained the requests, `NoProc` if they
 /// were refused or raced the end, and W holds no link or monitor
 /// afterwards. Notifying after the first push (the second unannounced)

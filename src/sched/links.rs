@@ -21,12 +21,13 @@
 //!   found `t` Complete or its slot reused (the push *raced* the end: the
 //!   closing worker may or may not have drained it), `w` sends itself
 //!   `Down(t, NoProc)` at once.
-//! - A step's requests to one target go out together: pushed in the
-//!   step's order, then one notify for them all
-//!   (`Shared::deliver_signals`). The guarantee above is that notify's, for
-//!   every item pushed before it; if it finds the target ended, each
-//!   request among them is answered as a lone one would be. (loom:
-//!   `requests_pushed_under_one_notify_racing_the_end_are_answered_once_each`.)
+//! - A step's requests are all pushed first, in the step's order, and
+//!   each target is then notified once for those it was sent
+//!   (`Shared::push_signal`, `notify_signals`). The guarantee above is
+//!   that notify's, for every item pushed to the target before it; if it
+//!   finds the target ended, each request among them is answered as a
+//!   lone one would be, and a push refused at once is answered at once.
+//!   (loom: `requests_pushed_under_one_notify_racing_the_end_are_answered_once_each`.)
 //! - A request that lands in a slot after its process's `close` drained
 //!   the mailbox is found, with its stale generation, by the next holder
 //!   of the slot, which answers it with `Down(t, NoProc)` too.

@@ -262,41 +262,48 @@ impl<P: Process> Shared<P> {
         }
     }
 
-    /// [`deliver_signal`](Self::deliver_signal) for several signals to one
-    /// process, from one step (`apply_links`): each pushed, in order, then
-    /// one notify for them all, which makes the process run at most once
-    /// for the lot instead of being woken by the first and racing the rest.
-    /// The guarantee is the one notify's (`links.rs`): pushed before it,
-    /// every signal is seen by a later step or drained by `close` if it
-    /// finds the process not Complete. `Err` as for one signal: then every
-    /// signal that may be owed an answer is in `owed` (all of them if the
-    /// process was refused; else the requests, cloned), for the caller to
-    /// answer (`links::unanswered`; duplicates are dropped by the
-    /// receiver, as for one).
-    pub(crate) fn deliver_signals(
+    /// The first half of [`deliver_signal`](Self::deliver_signal), for a
+    /// step's many requests (`send_requests`): `signal` pushed into `pid`'s
+    /// mailbox, not yet notified; the caller notifies each process it
+    /// pushed to once, after all of them ([`notify_signals`]). `Ok` with a
+    /// clone of the request if it may be owed an answer (`Monitor`, `Link`:
+    /// if that notify finds the process ended); `Err` with the signal if
+    /// it was refused, to answer at once.
+    ///
+    /// [`notify_signals`]: Self::notify_signals
+    pub(crate) fn push_signal(
         &self,
         pid: Pid,
-        signals: impl Iterator<Item = Signal>,
-        owed: &mut Vec<Signal>,
+        signal: Signal,
         nodes: &mut NodeCache<Envelope<P>>,
-    ) -> Result<Option<Task<P>>, ()> {
+    ) -> Result<Option<Signal>, Signal> {
         let Ok(slot) = self.admit(pid) else {
-            owed.extend(signals);
-            return Err(());
+            return Err(signal);
         };
-        let first_owed = owed.len();
-        for signal in signals {
-            if matches!(signal, Signal::Monitor(_) | Signal::Link(_)) {
-                owed.push(signal.clone());
-            }
-            let item = Item::Signal(signal);
-            self.enqueue(slot, pid, item, false, Wake::Message, Some(&mut *nodes));
-        }
+        let owed = match signal {
+            Signal::Monitor(from) => Some(Signal::Monitor(from)),
+            Signal::Link(from) => Some(Signal::Link(from)),
+            _ => None,
+        };
+        let item = Item::Signal(signal);
+        self.enqueue(slot, pid, item, false, Wake::Message, Some(nodes));
+        Ok(owed)
+    }
+
+    /// The second half: one notify for every signal
+    /// [`push_signal`](Self::push_signal) pushed to `pid` before it, which
+    /// wakes the process once for them all. The guarantee is that notify's
+    /// (`links.rs`): if it finds the process not Complete, each signal
+    /// pushed before it is seen by a later step or drained by `close`.
+    /// `Err` if it found the process ended (the pushes raced the end): the
+    /// caller answers the requests owed an answer.
+    pub(crate) fn notify_signals(&self, pid: Pid) -> Result<Option<Task<P>>, ()> {
+        let slot = self
+            .table
+            .get(pid.index())
+            .expect("pushed to, so it has a slot");
         match self.notify_pushed(slot, pid, Wake::Message) {
-            (task, true) => {
-                owed.truncate(first_owed);
-                Ok(task)
-            }
+            (task, true) => Ok(task),
             (_, false) => Err(()),
         }
     }

@@ -136,10 +136,12 @@ pub(crate) struct Local<P: Process> {
     cancelled: u32,
     events: Vec<Event<P>>,
     effects: Effects<P>,
-    /// A step's monitor and link requests, and those of them owed an
-    /// answer, while `apply_links` sends them (buffers kept between steps).
+    /// A step's monitor and link requests, those of them owed an answer,
+    /// and the targets pushed to, while `apply_links` sends them (buffers
+    /// kept between steps).
     requests: Vec<(Pid, super::links::Signal)>,
-    owed: Vec<super::links::Signal>,
+    owed: Vec<(Pid, super::links::Signal)>,
+    pushed: Vec<Pid>,
     /// Slots this worker freed, for its own spawns.
     free: RefCell<FreeCache>,
     /// Mailbox nodes this worker's pops released, for its sends.
@@ -191,6 +193,7 @@ impl<P: Process> Local<P> {
             effects: Effects::new(),
             requests: Vec::new(),
             owed: Vec::new(),
+            pushed: Vec::new(),
             free: RefCell::new(FreeCache::default()),
             nodes,
             spare_extras: SpareExtras::new(),

@@ -82,39 +82,51 @@ impl<P: Process> Local<P> {
         self.requests = out; // keep the buffer
     }
 
-    /// Sends a step's requests (`apply_links`), those to one target
-    /// together: pushed in the step's order, under one notify
-    /// (`Shared::deliver_signals`), so that a target sent many requests
-    /// in one step is woken once for them, not by the first while the
-    /// rest are still being pushed. The order between targets is not
-    /// kept (a stable sort by target): each target sees only its own.
-    /// Requests wake an idle target (it registers them at once, so that
-    /// `processes()` shows them), not a waiting one: its `close` drains
-    /// them if it never steps again. Those that found no process (refused,
-    /// or their notify raced the end) are answered at once.
+    /// Sends a step's requests (`apply_links`). One alone is sent as any
+    /// signal is; several are all pushed first, in the step's order, and
+    /// then each target is notified once (`Shared::push_signal`,
+    /// `notify_signals`), so that a target sent many requests in one step
+    /// is woken once for them, not by the first while the rest are still
+    /// being pushed. Requests wake an idle target (it registers them at
+    /// once, so that `processes()` shows them), not a waiting one: its
+    /// `close` drains them if it never steps again. A request that found
+    /// no process (refused, or its target's notify raced the end) is
+    /// answered at once.
     fn send_requests(&mut self, out: &mut Vec<(Pid, Signal)>) {
         if out.len() == 1 {
             // The usual step: one request, sent alone.
             let (to, signal) = out.pop().expect("one request");
             return self.send_signal(to, signal, Wake::Message);
         }
-        out.sort_by_key(|&(to, _)| to.into_raw());
         let mut owed = core::mem::take(&mut self.owed);
-        let mut rest = out.drain(..).peekable();
-        while let Some((to, first)) = rest.next() {
-            if rest.peek().map_or(true, |&(next, _)| next != to) {
-                self.send_signal(to, first, Wake::Message);
-                continue;
-            }
-            let same = core::iter::from_fn(|| rest.next_if(|&(t, _)| t == to).map(|(_, s)| s));
-            let signals = core::iter::once(first).chain(same);
-            match (self.shared).deliver_signals(to, signals, &mut owed, &mut self.nodes) {
-                Ok(Some(task)) => self.queue_woken(task),
-                Ok(None) => {}
-                Err(()) => owed.drain(..).for_each(|signal| self.answer(to, signal)),
+        let mut pushed = core::mem::take(&mut self.pushed);
+        for (to, signal) in out.drain(..) {
+            match self.shared.push_signal(to, signal, &mut self.nodes) {
+                Ok(request) => {
+                    owed.extend(request.map(|r| (to, r)));
+                    if pushed.last() != Some(&to) {
+                        pushed.push(to);
+                    }
+                }
+                Err(refused) => self.answer(to, refused),
             }
         }
+        pushed.sort_unstable_by_key(|to| to.into_raw());
+        pushed.dedup();
+        for to in pushed.drain(..) {
+            match self.shared.notify_signals(to) {
+                Ok(Some(task)) => self.queue_woken(task),
+                Ok(None) => {}
+                Err(()) => {
+                    for (_, request) in owed.iter().filter(|(t, _)| *t == to) {
+                        self.answer(to, request.clone());
+                    }
+                }
+            }
+        }
+        owed.clear();
         self.owed = owed;
+        self.pushed = pushed;
     }
 
     /// Sends `signal` to `to`; a request that found no process (refused,
