@@ -416,11 +416,15 @@ impl<P: Process> Local<P> {
     /// of the step to that process was, so resending what comes back, in
     /// order, keeps the sender's order. Returns whether any was refused.
     fn apply_sends(&mut self, carry: &mut Vec<Event<P>>) -> bool {
+        if self.effects.sends.is_empty() {
+            return false; // most steps: no closures to build
+        }
         let mut displaced = 0;
         // Delivers one message; a woken target goes to `runnext`. Returns
+        // whether it displaced a process from `runnext` onto the deque, or
         // the message if a full mailbox refused it. (A closure: it borrows
         // the fields it needs, beside the drain of `effects.sends`.)
-        let mut send = |to: Pid, message: P::Message| {
+        let mut send = |to: Pid, message: P::Message| -> Result<bool, P::Message> {
             let nodes = Some(&mut self.nodes);
             match self
                 .shared
@@ -432,31 +436,37 @@ impl<P: Process> Local<P> {
                     }
                     if let Some(old) = self.runnext.replace(task) {
                         self.deque.push(old);
-                        displaced += 1;
-                        if displaced == 1 {
-                            // The first process queued behind this step
-                            // wakes a sleeping worker now, not after the
-                            // last send: a step that sends to thousands
-                            // (~40 ns a delivery) would leave the others
-                            // asleep while their work piles up here.
-                            self.shared.idle.notify_one();
-                        }
+                        return Ok(true);
                     }
                 }
                 Ok(None) => {}
-                Err((Refusal::Full, Event::Message(message))) => return Some(message),
+                Err((Refusal::Full, Event::Message(message))) => return Err(message),
                 Err((_, event)) => self.shared.undelivered(to, event),
             }
-            None
+            Ok(false)
+        };
+        // The first process queued behind this step wakes a sleeping
+        // worker at once, not after the last send: a step that sends to
+        // thousands (~40 ns a delivery) would leave the others asleep
+        // while their work piles up here.
+        let queued = |displaced: &mut usize| {
+            *displaced += 1;
+            if *displaced == 1 {
+                wake_early(&self.shared.idle);
+            }
         };
         let mut sends = self.effects.sends.drain(..);
         // Until a refusal, each message is delivered: no list to consult.
         let mut first_refused = None;
         for (to, message) in &mut sends {
-            if let Some(message) = send(to, message) {
-                carry.push(Event::Refused { to, message });
-                first_refused = Some(to);
-                break;
+            match send(to, message) {
+                Ok(false) => {}
+                Ok(true) => queued(&mut displaced),
+                Err(message) => {
+                    carry.push(Event::Refused { to, message });
+                    first_refused = Some(to);
+                    break;
+                }
             }
         }
         if let Some(first) = first_refused {
@@ -467,9 +477,15 @@ impl<P: Process> Local<P> {
             for (to, message) in sends {
                 if refused.contains(&to) {
                     carry.push(Event::Refused { to, message });
-                } else if let Some(message) = send(to, message) {
-                    carry.push(Event::Refused { to, message });
-                    refused.push(to);
+                    continue;
+                }
+                match send(to, message) {
+                    Ok(false) => {}
+                    Ok(true) => queued(&mut displaced),
+                    Err(message) => {
+                        carry.push(Event::Refused { to, message });
+                        refused.push(to);
+                    }
                 }
             }
         } else {
@@ -518,4 +534,13 @@ impl<P: Process> Local<P> {
         self.effects.commands = commands; // keep the buffer
         result
     }
+}
+
+/// `apply_sends`' early notify, out of line: it is rare (the second
+/// process a step's sends wake), and its fence and wake are no part of the
+/// usual send's code.
+#[cold]
+#[inline(never)]
+fn wake_early(idle: &crate::sched::idle::Idle) {
+    idle.notify_one();
 }
