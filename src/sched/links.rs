@@ -115,6 +115,18 @@ pub enum Plain {
 }
 
 impl Signal {
+    /// A copy of this signal if it is a request that may be owed an answer
+    /// (`Monitor`, `Link`: see [`unanswered`]), kept by its sender until
+    /// it knows the request reached a live process. Built from the PID
+    /// alone: no generic `clone` of a signal that may carry a reason.
+    pub fn owed(&self) -> Option<Signal> {
+        match *self {
+            Signal::Monitor(from) => Some(Signal::Monitor(from)),
+            Signal::Link(from) => Some(Signal::Link(from)),
+            _ => None,
+        }
+    }
+
     /// The exit signal of `from`, ended with `reason`: inline unless the
     /// reason carries a summary.
     pub fn exit(from: Pid, reason: ExitReason) -> Signal {
@@ -415,6 +427,23 @@ mod tests {
 
     fn pid(i: u32) -> Pid {
         Pid::new(i, 1)
+    }
+
+    #[test]
+    fn only_requests_are_kept_for_an_answer() {
+        let (w, t) = (pid(1), pid(2));
+        assert_eq!(Signal::Monitor(w).owed(), Some(Signal::Monitor(w)));
+        assert_eq!(Signal::Link(w).owed(), Some(Signal::Link(w)));
+        for signal in [
+            Signal::Demonitor(w),
+            Signal::Unlink(w),
+            Signal::Down(t, ExitReason::Done),
+            Signal::exit(t, ExitReason::Terminated),
+        ] {
+            assert_eq!(signal.owed(), None, "{signal:?}");
+            // Nothing owed is nothing answered.
+            assert_eq!(super::unanswered(t, signal), None);
+        }
     }
 
     #[test]

@@ -254,8 +254,7 @@ impl<P: Process> Shared<P> {
             Ok(slot) => slot,
             Err(_) => return Err(Some(signal)),
         };
-        // Cloned only if an answer may be owed (`Monitor`, `Link`: a PID).
-        let answer = matches!(signal, Signal::Monitor(_) | Signal::Link(_)).then(|| signal.clone());
+        let answer = signal.owed();
         match self.push(slot, pid, Item::Signal(signal), false, kind, nodes) {
             (task, true) => Ok(task),
             (_, false) => Err(answer),
@@ -280,11 +279,7 @@ impl<P: Process> Shared<P> {
         let Ok(slot) = self.admit(pid) else {
             return Err(signal);
         };
-        let owed = match signal {
-            Signal::Monitor(from) => Some(Signal::Monitor(from)),
-            Signal::Link(from) => Some(Signal::Link(from)),
-            _ => None,
-        };
+        let owed = signal.owed();
         let item = Item::Signal(signal);
         self.enqueue(slot, pid, item, false, Wake::Message, Some(nodes));
         Ok(owed)

@@ -93,10 +93,16 @@ impl<P: Process> Local<P> {
     /// no process (refused, or its target's notify raced the end) is
     /// answered at once.
     fn send_requests(&mut self, out: &mut Vec<(Pid, Signal)>) {
-        if out.len() == 1 {
+        match out.len() {
+            // Nothing left to send (a monitor and demonitor cancelled out,
+            // or only `trap_exits`).
+            0 => return,
             // The usual step: one request, sent alone.
-            let (to, signal) = out.pop().expect("one request");
-            return self.send_signal(to, signal, Wake::Message);
+            1 => {
+                let (to, signal) = out.pop().expect("one request");
+                return self.send_signal(to, signal, Wake::Message);
+            }
+            _ => {}
         }
         let mut owed = core::mem::take(&mut self.owed);
         let mut pushed = core::mem::take(&mut self.pushed);
