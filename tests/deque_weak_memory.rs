@@ -154,12 +154,13 @@ fn thief_reading_the_pops_undo_store_sees_the_pushed_slot() {
 /// A thief steals and drops the last `Stealer` while the owner pushes into
 /// a full ring: an owner that finds no stealer left frees the old ring at
 /// once instead of retiring it. The thief's reads of that ring must happen
-/// before the free: `Arc::strong_count` is a Relaxed load, so only the
-/// Acquire fence in `Worker::grow` (pairing with the Release decrement of
-/// the dropped `Stealer`) orders them; without it Miri reports a data race
-/// between the thief's slot read and the deallocation. (loom's `Arc`
-/// synchronizes in `strong_count` itself, so its model of this shape,
-/// `thief_drops_while_owner_grows`, cannot see the fence.)
+/// before the free. The owner's `head` load may read a value older than the
+/// thief's claim (Miri's weak memory lets it), so only the Acquire load of
+/// the stealer count in `Worker::grow` (pairing with the Release decrement
+/// in `Stealer::drop`) orders them; weaken either and Miri reports a data
+/// race between the thief's slot read and the deallocation. (loom's model
+/// of this shape, `thief_drops_while_owner_grows`, does not read the stale
+/// `head`, so it cannot see either ordering.)
 #[test]
 fn a_ring_freed_by_a_lone_owner_is_not_read_after_the_free() {
     let rounds = if cfg!(miri) { 30 } else { 2_000 };

@@ -620,7 +620,8 @@ models! {
     /// A thief steals and drops its (last) `Stealer` while the owner pushes
     /// into a full ring: if the owner sees no stealer left it frees the old
     /// ring at once, so the thief's reads of that ring must happen before
-    /// (the Acquire fence in `grow` pairs with the Stealer's release).
+    /// (the Acquire load of the stealer count in `grow` pairs with the
+    /// Release decrement in `Stealer::drop`).
     fn thief_drops_while_owner_grows<T>() [
         Id => thief_drops_while_owner_grows,
         Boxed => thief_drops_while_owner_grows_payload

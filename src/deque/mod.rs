@@ -115,7 +115,9 @@
 //! A full ring is copied into one twice as large, which is then published
 //! with Release. Thieves may still be reading the old ring, so it is
 //! *retired*, not freed: each ring keeps a pointer to the one it replaced and
-//! the whole chain is freed when the last handle drops. Rings double, so the
+//! the whole chain is freed when the last handle drops, or at once by a
+//! growth that finds no `Stealer` left (a count of them, whose Release
+//! decrements the growth's Acquire load pairs with). Rings double, so the
 //! retired rings together are smaller than the live one: the deque uses at
 //! most twice the memory of its largest ring. Every slot of a new ring is
 //! written exactly once while it is built (the copied item or null), so a

@@ -4,7 +4,7 @@
 use super::buffer::{Buffer, Fill, Ring};
 use super::{Pointer, Steal, MAX_STEAL};
 use crate::padded::CachePadded;
-use crate::sync::{fence, Arc, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use crate::sync::{Arc, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use core::cell::Cell;
 use core::fmt;
 use core::marker::PhantomData;
@@ -43,6 +43,12 @@ pub(super) struct Inner<T: Pointer> {
     pub(super) head: CachePadded<AtomicU64>,
     /// What the owner writes and thieves read, on one line of its own.
     pub(super) owner: CachePadded<OwnerSide>,
+    /// How many [`Stealer`]s exist: a growth that reads 0 frees the old ring
+    /// at once. Not `Arc::strong_count`: that is a Relaxed load, and the
+    /// Acquire fence that would complete it is invisible to ThreadSanitizer,
+    /// which then reports the free as racing the last thief's read. Written
+    /// only when a `Stealer` is made or dropped.
+    stealers: AtomicUsize,
     _items: PhantomData<T>,
 }
 
@@ -182,6 +188,7 @@ impl<T: Pointer> Worker<T> {
                 bottom: AtomicU32::new(0),
                 buffer: AtomicPtr::new(buffer),
             }),
+            stealers: AtomicUsize::new(0),
             _items: PhantomData,
         };
         Worker {
@@ -226,15 +233,13 @@ impl<T: Pointer> Worker<T> {
         // With no `Stealer` in existence no thief can be reading the old
         // ring, and none can appear until this thread makes one: free it now
         // instead of retiring it. (Only the owner creates stealers, and a
-        // count of 1 means no clone exists either.)
-        let alone = Arc::strong_count(&self.inner) == 1;
-        if alone {
-            // Acquire fence: pairs with the Release decrement of the last
-            // `Stealer` dropped, so its reads of the old ring happen before
-            // the free below (`strong_count` is a Relaxed load). Miri:
-            // `a_ring_freed_by_a_lone_owner_is_not_read_after_the_free`.
-            fence(Ordering::Acquire);
-        }
+        // count of 0 means no clone exists either.)
+        //
+        // Acquire: pairs with the Release decrement in `Stealer::drop`, so
+        // the last thief's reads of the old ring happen before the free
+        // below. Killed without it, by Miri (tests/deque_weak_memory.rs):
+        // `a_ring_freed_by_a_lone_owner_is_not_read_after_the_free`.
+        let alone = self.inner.stealers.load(Ordering::Acquire) == 0;
         // Relaxed: the owner reads its own last store.
         let old = owner.buffer.load(Ordering::Relaxed);
         let new = Buffer::grow(old, top, bottom, !alone);
@@ -350,6 +355,9 @@ impl<T: Pointer> Worker<T> {
     /// assert_eq!(s.steal().map(|b| *b), Steal::Success('a'));
     /// ```
     pub fn stealer(&self) -> Stealer<T> {
+        // Relaxed: the owner reads its own increment in `grow`; no data is
+        // published by making a handle.
+        self.inner.stealers.fetch_add(1, Ordering::Relaxed);
         Stealer {
             inner: self.inner.clone(),
         }
@@ -497,9 +505,23 @@ impl<T: Pointer> Stealer<T> {
 
 impl<T: Pointer> Clone for Stealer<T> {
     fn clone(&self) -> Self {
+        // Relaxed: as `Arc`'s increment: `self` keeps the count above 0
+        // until the clone is counted (its own decrement comes later in this
+        // thread, so later in the count's modification order).
+        self.inner.stealers.fetch_add(1, Ordering::Relaxed);
         Stealer {
             inner: self.inner.clone(),
         }
+    }
+}
+
+impl<T: Pointer> Drop for Stealer<T> {
+    fn drop(&mut self) {
+        // Release: pairs with the Acquire load in `Worker::grow`: this
+        // thief's reads of a ring happen before a growth that reads 0 frees
+        // it. Killed without it, by Miri (tests/deque_weak_memory.rs):
+        // `a_ring_freed_by_a_lone_owner_is_not_read_after_the_free`.
+        self.inner.stealers.fetch_sub(1, Ordering::Release);
     }
 }
 
