@@ -148,7 +148,11 @@ impl Live {
         // (std's `Arc` makes the same swap under it); the cost is one load
         // per block freed. Killed without it: loom
         // `last_free_races_a_free_and_the_retire`.
-        let _ = self.0.load(Ordering::Acquire);
+        let left = self.0.load(Ordering::Acquire);
+        debug_assert_eq!(
+            left, 0,
+            "Live::give_back: a block's count rose after its last node"
+        );
         true
     }
 }
