@@ -390,8 +390,8 @@ fn a_step_that_outlasts_the_grace_period_is_reported_stuck_and_closed_when_it_re
     assert_eq!(report.cancelled, 1, "{report:?}");
     assert_eq!(report.stuck, 1, "{report:?}");
     assert!(report.timed_out, "{report:?}");
-    // shutdown joined the workers, so the step has returned and the process
-    // was closed.
+    // A stuck step's worker is detached, not joined: the join waits for
+    // the step to return and the process to be closed on that worker.
     assert_eq!(sleeper.join(), Err(ProcessError::Shutdown));
     assert_eq!(tally.closes(), 1);
     assert_eq!(tally.shutdown_cancels(), 0, "no step saw the cancel");
