@@ -421,15 +421,10 @@ impl Runner {
         Outcome::Passed
     }
 
-    /// `cargo +nightly miri test --test <file>` (or `--lib <filter>` for
-    /// `lib=<filter>`, `--test <file> <filter>` for `<file>=<filter>`), in its own process group so that a timeout kills the
-    /// interpreter too.
+    /// `cargo +nightly miri test` over what [`miri_target`] names, in its
+    /// own process group so that a timeout kills the interpreter too.
     fn miri(&self, file: &str, timeout: Duration) -> Outcome {
-        let target: Vec<&str> = match file.split_once('=') {
-            Some(("lib", filter)) => vec!["--lib", filter],
-            Some((test, filter)) => vec!["--test", test, filter],
-            None => vec!["--test", file],
-        };
+        let target = miri_target(file);
         let mut cmd = Command::new("cargo");
         cmd.current_dir(&self.tree)
             .args(["+nightly", "miri", "test", "-p", "stepsched"])
@@ -460,6 +455,17 @@ impl Runner {
                 detail: "hang: the check ran past its timeout".into(),
             },
         }
+    }
+}
+
+/// The arguments that pick what a `miri:` check runs: `--test <file>`;
+/// `--lib <filter>` for `lib=<filter>`; `--test <file> <filter>` for
+/// `<file>=<filter>`.
+pub fn miri_target(file: &str) -> Vec<&str> {
+    match file.split_once('=') {
+        Some(("lib", filter)) => vec!["--lib", filter],
+        Some((test, filter)) => vec!["--test", test, filter],
+        None => vec!["--test", file],
     }
 }
 
@@ -530,6 +536,25 @@ fn json_str(line: &str, prefix: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_miri_check_names_its_binary_and_filter() {
+        assert_eq!(
+            miri_target("deque_weak_memory"),
+            ["--test", "deque_weak_memory"]
+        );
+        assert_eq!(miri_target("lib=mpsc::tests"), ["--lib", "mpsc::tests"]);
+        assert_eq!(
+            miri_target("sched_shutdown=shutdown_c"),
+            ["--test", "sched_shutdown", "shutdown_c"]
+        );
+        assert_eq!(
+            checks_for("src/sched/table.rs", true)
+                .last()
+                .map(String::as_str),
+            Some("miri:sched_shutdown=shutdown_c")
+        );
+    }
 
     #[test]
     fn files_map_to_their_checks() {

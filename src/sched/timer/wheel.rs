@@ -46,9 +46,9 @@ const SLOTS: usize = 1 << LEVEL_BITS;
 /// Levels: 7 * 6 = 42 bits of ticks, about 2.3 years. A deadline further
 /// out is parked in the last level and re-placed when that slot comes up.
 pub const LEVELS: usize = 7;
-/// The span of the hierarchy, in ticks.
 /// The slots' lists, and the due list after them.
 const LISTS: usize = LEVELS * SLOTS + 1;
+/// The span of the hierarchy, in ticks.
 const HORIZON: u64 = 1 << (LEVEL_BITS * LEVELS as u32);
 /// The furthest placement, in ticks from `elapsed`: one last-level slot
 /// short of the span, so that a far entry never lands in the last level's
