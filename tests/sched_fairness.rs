@@ -2,7 +2,8 @@
 //! delay 1,000 short processes queued behind it on its worker's deque (the
 //! other worker steals and finishes them all first), and processes that
 //! always return `Continue` do not starve a process submitted later, nor a
-//! waiting process woken by a message, on one worker or two.
+//! waiting process woken by a message, on one worker or two; and a step's
+//! first child runs next on its parent's worker.
 //!
 //! The tests in this file take turns (a lock), so that each has both cores
 //! of a small machine to itself; they assert orders and counts, not
@@ -59,6 +60,10 @@ struct Board {
     per_spinner: [AtomicUsize; 8],
     /// Set by a waiter's first step.
     waiter_stepped: AtomicBool,
+    /// Followers that ran on another worker than their parent.
+    moved: AtomicUsize,
+    /// Followers that ran.
+    followed: AtomicUsize,
 }
 
 enum Role {
@@ -74,9 +79,14 @@ enum Role {
     Spinner(usize),
     /// Waits for one message and finishes with it.
     Waiter,
-    /// Spawns the next link of the chain and ends, until `Board::stop`: the
-    /// worker's local deque is never empty.
+    /// Spawns a short process, then the next link of the chain, and ends,
+    /// until `Board::stop`: the short one takes `runnext` (a step's first
+    /// child), so each next link goes on the deque, and the worker's local
+    /// deque is never empty.
     Chain,
+    /// Spawns the next of `left` followers and ends, counting in
+    /// `Board::moved` each that runs on another worker than its parent.
+    Follower { parent: Option<usize>, left: usize },
     /// Sends each message it receives (a PID) straight back to that PID
     /// with its own PID, until `Board::stop`: two bouncers keep a worker's
     /// `runnext` slot busy.
@@ -149,10 +159,28 @@ impl Process for Job {
             Role::Chain => {
                 board.spins.fetch_add(1, Ordering::Relaxed);
                 if !board.stop.load(Ordering::Relaxed) {
+                    let short = job(Role::Short, board);
+                    out.spawn(short, "short", ()).map_err(|e| e.to_string())?;
                     let next = job(Role::Chain, board);
                     out.spawn(next, "chain", ()).map_err(|e| e.to_string())?;
                 }
                 out.done(2);
+            }
+            Role::Follower { parent, left } => {
+                let me = worker_index();
+                if parent.is_some_and(|p| p != me) {
+                    board.moved.fetch_add(1, Ordering::SeqCst);
+                }
+                board.followed.fetch_add(1, Ordering::SeqCst);
+                if left > 0 {
+                    let role = Role::Follower {
+                        parent: Some(me),
+                        left: left - 1,
+                    };
+                    out.spawn(job(role, board), "follow", ())
+                        .map_err(|e| e.to_string())?;
+                }
+                out.done(4);
             }
             Role::Bouncer => {
                 for event in events.drain(..) {
@@ -297,11 +325,40 @@ fn a_200ms_step_does_not_delay_1000_short_processes_queued_behind_it_on_its_work
         );
         let thief = &stats.workers[1 - long_worker];
         assert!(thief.steals > 0, "the other worker stole them: {stats}");
-        assert!(thief.stolen >= SHORT as u64, "it stole every one: {stats}");
-        assert!(thief.steps >= SHORT as u64, "{stats}");
+        // All but the first child: a step's first child runs next on its
+        // parent's worker (`runnext`), before the long one, and cannot be
+        // stolen.
+        assert!(
+            thief.stolen >= SHORT as u64 - 1,
+            "it stole every other one: {stats}"
+        );
+        assert!(thief.steps >= SHORT as u64 - 1, "{stats}");
         return;
     }
     panic!("in 5 attempts the long process never ran on its parent's worker");
+}
+
+/// A step's first child runs next on its parent's worker (`runnext`), so
+/// a chain of single spawns never leaves the worker it started on, though
+/// another worker is idle: no sleeper is woken for it, and none could
+/// steal it. Failed before the first child took `runnext` (it went on the
+/// deque and woke the other worker, which stole some of the chain).
+#[test]
+fn a_steps_first_child_runs_next_on_its_parents_worker() {
+    const FOLLOWERS: usize = if cfg!(miri) { 20 } else { 2_000 };
+    let _turn = serial();
+    let board = Arc::new(Board::default());
+    let scheduler = scheduler(2, &board);
+    let first = Role::Follower {
+        parent: None,
+        left: FOLLOWERS - 1,
+    };
+    start(&scheduler, first, &board, "follow");
+    wait_until("the followers to run", || {
+        board.followed.load(Ordering::SeqCst) == FOLLOWERS
+    });
+    scheduler.shutdown(Duration::from_secs(1));
+    assert_eq!(board.moved.load(Ordering::SeqCst), 0, "children moved");
 }
 
 /// Eight spinners, then a process submitted later must still finish, and

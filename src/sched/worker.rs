@@ -21,8 +21,9 @@
 //!    in 61 takes the oldest instead of the newest; the rest stay LIFO.
 //!    (With an interval of 1 there is no tick between checks, and no turn.)
 //! 2. `runnext`: the process this worker last woke by a message or a
-//!    signal, so a request and its reply (or an end and its watcher) stay
-//!    on one core (Go's `runnext`), at most
+//!    signal, or the first child its last step spawned, so a request and
+//!    its reply (an end and its watcher, a parent and its child) stay on
+//!    one core (Go's `runnext`, tokio's LIFO slot), at most
 //!    [`RUNNEXT_STREAK`] times in a row;
 //! 3. the local deque (LIFO);
 //! 4. its own inject queue, then the global queue: take one and move up to

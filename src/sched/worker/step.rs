@@ -393,8 +393,15 @@ impl<P: Process> Local<P> {
         }
     }
 
+    /// Queues the step's children. The first runs next on this worker if
+    /// `runnext` is free (tokio puts a spawned task in its LIFO slot, Go a
+    /// new goroutine in `runnext`): a process that spawns one child and
+    /// waits for it (a watcher, a chain of spawns) keeps both on this core,
+    /// and no sleeping worker is woken for a process nobody can steal. The
+    /// rest go on the deque, which wakes a sleeper; so does a message or
+    /// signal of this step that displaces the first child from `runnext`.
     fn apply_spawns(&mut self) {
-        let moved = self.effects.spawned.len();
+        let mut moved = 0;
         for pid in self.effects.spawned.drain(..) {
             let slot = self
                 .shared
@@ -404,7 +411,13 @@ impl<P: Process> Local<P> {
             if let Some(ring) = &mut self.trace {
                 ring.record_effect(Kind::Spawn, pid.into_raw());
             }
-            self.deque.push(Task::new(slot));
+            let task = Task::new(slot);
+            if self.runnext.is_none() {
+                self.runnext = Some(task);
+            } else {
+                self.deque.push(task);
+                moved += 1;
+            }
         }
         self.queued_locally(moved);
     }
