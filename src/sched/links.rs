@@ -66,7 +66,8 @@
 //! The lists are searched linearly: fine for the tens a process typically
 //! holds, O(n) per `demonitor` or `unlink` for a process watched by
 //! thousands. Up to two PIDs per list are kept in place (`Pids`), so the
-//! usual process allocates only the body's extra part for them. One
+//! usual process allocates nothing for them but the body's extra part,
+//! and that once per slot (`Body::spare`). One
 //! monitor per (watcher, target): see `StepOutput::monitor`.
 //!
 //! Built under loom too (`loom-tests/tests/links.rs` runs this code against

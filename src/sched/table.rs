@@ -121,6 +121,7 @@ impl<P: Process> Slot<P> {
                 carry: Vec::new(),
                 joiner: None,
                 extra: None,
+                spare: None,
             }),
             figures: Figures::new(),
             next_free: AtomicU32::new(0),
@@ -453,12 +454,12 @@ impl<P: Process> Table<P> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::{Occupant, Table};
     use crate::process::{Event, NoCommand, Process, StepOutput};
 
     /// A one-word process (the size the slot layout test is about).
-    struct Nop(#[allow(dead_code)] u64);
+    pub(crate) struct Nop(#[allow(dead_code)] pub(crate) u64);
 
     impl Process for Nop {
         type Input = ();
