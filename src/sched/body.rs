@@ -71,6 +71,18 @@ impl<P: Process> Extra<P> {
 }
 
 impl<P: Process> Body<P> {
+    /// A fresh slot's body: nothing in it, nothing allocated.
+    pub(crate) fn empty() -> Self {
+        Body {
+            process: None,
+            pending: Vec::new(),
+            carry: Vec::new(),
+            joiner: None,
+            extra: None,
+            spare: None,
+        }
+    }
+
     /// The extra part: the slot's spare one, or a new one, on first use.
     pub(crate) fn extra_mut(&mut self) -> &mut Extra<P> {
         let spare = &mut self.spare;
@@ -138,14 +150,7 @@ mod tests {
     /// `free` at the close, no `malloc` at the next use.
     #[test]
     fn a_closed_processs_extra_part_is_the_next_ones() {
-        let mut body = Body::<Nop> {
-            process: None,
-            pending: Vec::new(),
-            carry: Vec::new(),
-            joiner: None,
-            extra: None,
-            spare: None,
-        };
+        let mut body = Body::<Nop>::empty();
         let (me, target) = (Pid::new(1, 1), Pid::new(2, 1));
         assert!(body.links_mut().monitor(me, target).is_some());
         let part: *const _ = body.extra.as_deref().expect("made on first use");
