@@ -137,7 +137,7 @@ impl Slot {
         let (_, mut out) = self.drain(me);
         // SAFETY: we hold the process (Complete, not yet freed).
         let links = self.links.with_mut(|l| core::mem::take(unsafe { &mut *l }));
-        out.extend(links.farewell(me, &reason));
+        links.farewell(me, &reason, |to, signal| out.push((to, signal)));
         out
     }
 

@@ -267,16 +267,17 @@ impl Links {
         self.killed_by
     }
 
-    /// The signals to send when this process (`me`) ends with `reason`:
-    /// a `Down` to each watcher, an `Exit` to each linked process.
-    pub fn farewell(self, me: Pid, reason: &ExitReason) -> impl Iterator<Item = (Pid, Signal)> {
-        let reason_for_downs = reason.clone();
-        let reason_for_exits = reason.clone();
-        let downs = (self.watchers.into_iter())
-            .map(move |w| (w, Signal::Down(me, reason_for_downs.clone())));
-        let exits =
-            (self.linked.into_iter()).map(move |p| (p, Signal::exit(me, reason_for_exits.clone())));
-        downs.chain(exits)
+    /// Hands `send` the signals to send when this process (`me`) ends
+    /// with `reason`: a `Down` to each watcher, then an `Exit` to each
+    /// linked process. (A callback, not an iterator: `close` sends them
+    /// where it reads them, without moving the lists into an iterator.)
+    pub fn farewell(&self, me: Pid, reason: &ExitReason, mut send: impl FnMut(Pid, Signal)) {
+        for &watcher in self.watchers.as_slice() {
+            send(watcher, Signal::Down(me, reason.clone()));
+        }
+        for &linked in self.linked.as_slice() {
+            send(linked, Signal::exit(me, reason.clone()));
+        }
     }
 
     /// Counts for the process dump: (monitors held, watchers, links).
@@ -398,29 +399,6 @@ impl Pids {
     }
 }
 
-impl IntoIterator for Pids {
-    type Item = Pid;
-    type IntoIter = PidsIter;
-    fn into_iter(self) -> PidsIter {
-        PidsIter { pids: self, at: 0 }
-    }
-}
-
-/// [`Pids`] by value, for the farewell.
-struct PidsIter {
-    pids: Pids,
-    at: usize,
-}
-
-impl Iterator for PidsIter {
-    type Item = Pid;
-    fn next(&mut self) -> Option<Pid> {
-        let pid = self.pids.as_slice().get(self.at).copied();
-        self.at += 1;
-        pid
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::{Links, Received, Signal};
@@ -500,7 +478,7 @@ mod tests {
             assert_eq!(matches!(list, Pids::Heap(_)), i > 2, "{i}");
         }
         assert!(list.remove(pid(1)) && !list.remove(pid(1)));
-        let mut left: Vec<_> = list.into_iter().collect();
+        let mut left = list.as_slice().to_vec();
         left.sort();
         assert_eq!(left, [pid(2), pid(3), pid(4), pid(5)]);
         let mut small = Pids::default();

@@ -107,7 +107,7 @@ impl<P: Process> Local<P> {
             // (Acquire-loaded by `live()`) orders this increment before it.
             self.shared.forced.fetch_add(1, Ordering::Relaxed);
         }
-        if let Some(links) = links {
+        if let Some(links) = &links {
             self.farewell(slot, pid, links, &outcome);
         }
         self.shared

@@ -223,16 +223,16 @@ impl<P: Process> Local<P> {
         &mut self,
         slot: &Slot<P>,
         pid: Pid,
-        links: Links,
+        links: &Links,
         outcome: &Outcome<P>,
     ) {
         let reason = match links.killed_by() {
             Some(by) => ExitReason::Linked(by),
             None => exit_reason::<P>(outcome),
         };
-        for (to, signal) in links.farewell(pid, &reason) {
+        links.farewell(pid, &reason, |to, signal| {
             self.send_signal(to, signal, Wake::Completion);
-        }
+        });
         // Relaxed: a figure for the dump (see `Slot::link_counts`).
         slot.link_counts.store(0, Ordering::Relaxed);
     }
