@@ -239,9 +239,9 @@ impl<'a, P: Process> StepOutput<'a, P> {
 
     /// Creates a child process: runs its `init(method, input)` now, on this
     /// worker, and queues it when the step ends (the step's first child
-    /// runs next on this worker unless a message of the step wakes a
-    /// process, which then does). Returns the child's PID, which this step
-    /// may already [`send`](Self::send) to.
+    /// runs next on this worker, unless a message, monitor or link of the
+    /// step wakes a process, which then does). Returns the child's PID,
+    /// which this step may already [`send`](Self::send) to.
     ///
     /// # Errors
     ///

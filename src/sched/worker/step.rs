@@ -398,8 +398,11 @@ impl<P: Process> Local<P> {
     /// new goroutine in `runnext`): a process that spawns one child and
     /// waits for it (a watcher, a chain of spawns) keeps both on this core,
     /// and no sleeping worker is woken for a process nobody can steal. The
-    /// rest go on the deque, which wakes a sleeper; so does a message or
-    /// signal of this step that displaces the first child from `runnext`.
+    /// rest go on the deque, which wakes a sleeper, as does a message of
+    /// this step that then displaces the first child from `runnext`
+    /// (`apply_sends`). If the step's monitor or link requests woke a
+    /// process (`apply_links`, before this), it holds `runnext`, and every
+    /// child goes on the deque.
     fn apply_spawns(&mut self) {
         let mut moved = 0;
         for pid in self.effects.spawned.drain(..) {
