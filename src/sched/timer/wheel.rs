@@ -450,6 +450,39 @@ mod tests {
         assert_eq!(wheel.next_expiration(), None);
     }
 
+    /// `drain` returns at once when `len` is 0, so `len` must count exactly
+    /// the entries in the lists after cancels, fires and reuse: a drain
+    /// takes out every pending entry, at every level and past the horizon,
+    /// and nothing cancelled or fired.
+    #[test]
+    fn drain_takes_out_exactly_the_pending_entries() {
+        let mut wheel = Wheel::new();
+        let mut out = Vec::new();
+        wheel.drain(&mut out);
+        assert!(out.is_empty(), "a new wheel holds nothing");
+        let cancelled = wheel.insert(7, 0, 1, TimerKind::Timer);
+        for (tag, d) in [
+            (2u64, 3u64),
+            (3, 70),
+            (4, 5_000),
+            (5, 300_000),
+            (6, HORIZON * 2),
+        ] {
+            wheel.insert(d, 0, tag, TimerKind::Timer);
+        }
+        assert!(wheel.cancel(cancelled).is_some());
+        assert_eq!(fire(&mut wheel, 4), vec![2]);
+        wheel.insert(9, 4, 7, TimerKind::Timeout); // reuses a freed entry
+        wheel.drain(&mut out);
+        let mut tags: Vec<u64> = out.iter().map(|f| f.tag).collect();
+        tags.sort_unstable();
+        assert_eq!(tags, [3, 4, 5, 6, 7]);
+        assert!(wheel.is_empty());
+        out.clear();
+        wheel.drain(&mut out);
+        assert!(out.is_empty(), "drained once");
+    }
+
     #[test]
     fn cancel_removes_once_and_stale_keys_do_nothing() {
         let mut wheel = Wheel::new();
