@@ -13,11 +13,9 @@ use super::outside::Inbox;
 ///
 /// What every process may use is inline; what only some use (timers,
 /// monitors and links, an outside receiver's inbox) is behind one pointer,
-/// [`Extra`], allocated the first time a process of the slot needs it: a
-/// process that uses none of it pays one null check, and the slot stays
-/// three cache lines (see `Slot`). Once allocated, the part stays with the
-/// slot: a closed process's goes to [`spare`](Body::spare), cleared, for
-/// the slot's next process that needs one.
+/// [`Extra`], allocated (or, on a worker, taken from its [`SpareExtras`])
+/// the first time a process needs it: a process that uses none of it pays
+/// one null check, and the slot stays three cache lines (see `Slot`).
 pub(crate) struct Body<P: Process> {
     pub(crate) process: Option<P>,
     /// Tags of yielded commands not yet completed.
@@ -32,15 +30,6 @@ pub(crate) struct Body<P: Process> {
     /// monitored or linked, or the slot is an outside receiver's; kept until
     /// the process ends.
     pub(crate) extra: Option<Box<Extra<P>>>,
-    /// The extra part an earlier process of this slot left, cleared, for
-    /// the next that needs one ([`extra_mut`](Body::extra_mut)): a process
-    /// that is linked or watched costs a `malloc` and a `free` (~250
-    /// instructions together under callgrind, the largest single cost of
-    /// closing a linked process) the first time its slot is used so, and
-    /// never again. At most one of `extra` and `spare` is set. So at most
-    /// one part per slot is kept, for as long as the table keeps its slots
-    /// (the table's peak, as its slots themselves).
-    pub(crate) spare: Option<Box<Extra<P>>>,
 }
 
 /// The part of a [`Body`] only some processes use.
@@ -55,11 +44,6 @@ pub(crate) struct Extra<P: Process> {
     pub(crate) timers: Vec<super::timer::Record>,
 }
 
-/// How many timer records' room a cleared extra part keeps for the slot's
-/// next process (most processes hold one timer at a time); a process that
-/// held more gives the rest of its vector back at its close.
-const KEPT_TIMERS: usize = 4;
-
 impl<P: Process> Extra<P> {
     fn new() -> Box<Extra<P>> {
         Box::new(Extra {
@@ -67,6 +51,57 @@ impl<P: Process> Extra<P> {
             links: None,
             timers: Vec::new(),
         })
+    }
+
+    /// Whether it holds nothing, as a closed process's does once `close`
+    /// has taken its parts (and freed its timers' vector).
+    fn is_clear(&self) -> bool {
+        self.outside.is_none() && self.links.is_none() && self.timers.capacity() == 0
+    }
+}
+
+/// How many spare extra parts a worker keeps: a watched or linked process
+/// takes one when it is first monitored or linked and gives it back at
+/// its close, so a worker closing such processes as fast as they are
+/// made (a chain torn down, a watcher spawning and watching children)
+/// allocates none. 1,024 of 144 bytes (with malloc's header, ~160 KiB) a
+/// worker at most, kept
+/// after a burst, so that a torn-down chain or supervision tree of up to
+/// a thousand frees nothing (with 64, a 1,000-link chain freed 936 parts,
+/// ~200 instructions each under callgrind). Kept by the worker, not by
+/// the slot: a spare pointer in every body grew the slot of a bench's
+/// idle process by a cache line (345 -> 430 bytes), a cost to processes
+/// that use none of this.
+const SPARE_EXTRAS: usize = 1024;
+
+/// A worker's spare extra parts (see [`SPARE_EXTRAS`]): a `malloc` and a
+/// `free` (~250 instructions together under callgrind, the largest single
+/// cost of closing a linked process) become a push and a pop. Boxes in a
+/// `Vec` on purpose: the boxes are what is reused, moved into and out of
+/// bodies.
+#[allow(clippy::vec_box)]
+pub(crate) struct SpareExtras<P: Process>(Vec<Box<Extra<P>>>);
+
+impl<P: Process> SpareExtras<P> {
+    pub(crate) fn new() -> Self {
+        SpareExtras(Vec::new())
+    }
+
+    /// A spare part, or a new one. Out of line: the callers' hot paths
+    /// (the worker loop's, into which they are inlined) only test for an
+    /// existing part.
+    #[cold]
+    #[inline(never)]
+    fn take(&mut self) -> Box<Extra<P>> {
+        self.0.pop().unwrap_or_else(Extra::new)
+    }
+
+    /// Keeps `extra`, taken from a closed process, for another one; frees
+    /// it if the worker has enough, or if it still holds anything.
+    pub(crate) fn give(&mut self, extra: Box<Extra<P>>) {
+        if self.0.len() < SPARE_EXTRAS && extra.is_clear() {
+            self.0.push(extra);
+        }
     }
 }
 
@@ -79,34 +114,18 @@ impl<P: Process> Body<P> {
             carry: Vec::new(),
             joiner: None,
             extra: None,
-            spare: None,
         }
     }
 
-    /// The extra part: the slot's spare one, or a new one, on first use.
+    /// The extra part, allocated on first use.
     pub(crate) fn extra_mut(&mut self) -> &mut Extra<P> {
-        let spare = &mut self.spare;
-        self.extra
-            .get_or_insert_with(|| spare.take().unwrap_or_else(Extra::new))
+        self.extra.get_or_insert_with(Extra::new)
     }
 
-    /// Takes what a closing process's extra part holds (its inbox if it
-    /// is an outside receiver's, its monitors and links) and keeps the part,
-    /// cleared, as the slot's [`spare`](Body::spare). Its timers must have
-    /// been cancelled (`cancel_all_timers`).
-    #[allow(clippy::type_complexity)]
-    pub(crate) fn clear_extra(
-        &mut self,
-    ) -> (Option<std::sync::Arc<Inbox<P::Message>>>, Option<Links>) {
-        let Some(mut extra) = self.extra.take() else {
-            return (None, None);
-        };
-        debug_assert!(extra.timers.is_empty(), "timers left at close");
-        debug_assert!(self.spare.is_none(), "a slot keeps one part");
-        let parts = (extra.outside.take(), extra.links.take());
-        extra.timers.shrink_to(KEPT_TIMERS);
-        self.spare = Some(extra);
-        parts
+    /// As [`extra_mut`](Self::extra_mut), on a worker: a spare part if the
+    /// worker has one.
+    pub(crate) fn extra_from(&mut self, spare: &mut SpareExtras<P>) -> &mut Extra<P> {
+        self.extra.get_or_insert_with(|| spare.take())
     }
 
     /// Its monitors and links, if it has used any.
@@ -114,10 +133,10 @@ impl<P: Process> Body<P> {
         self.extra.as_deref()?.links.as_ref()
     }
 
-    /// Its monitors and links, created on first use (in the slot's spare
-    /// extra part, if it has one).
-    pub(crate) fn links_mut(&mut self) -> &mut Links {
-        (self.extra_mut().links).get_or_insert_with(Links::default)
+    /// Its monitors and links, created on first use (in a spare extra part
+    /// of the worker's, if it has one).
+    pub(crate) fn links_mut(&mut self, spare: &mut SpareExtras<P>) -> &mut Links {
+        (self.extra_from(spare).links).get_or_insert_with(Links::default)
     }
 
     /// Its pending timers and command timeouts (none without an extra).
@@ -141,26 +160,28 @@ pub(crate) enum Occupant<P: Process> {
 
 #[cfg(test)]
 mod tests {
-    use super::Body;
+    use super::{Body, Extra, SpareExtras, SPARE_EXTRAS};
     use crate::process::Pid;
     use crate::sched::table::tests::Nop;
 
-    /// A closed process's extra part stays with its slot, cleared, and is
-    /// the very part the slot's next process gets when it needs one: no
-    /// `free` at the close, no `malloc` at the next use.
+    /// A closed process's extra part, given back as `close` does (its links
+    /// taken), is the very part the worker's next process gets: no `free`
+    /// at the close, no `malloc` at the next use; and the spare list keeps
+    /// no more than its bound, ~150 KiB a worker at most.
     #[test]
     fn a_closed_processs_extra_part_is_the_next_ones() {
+        let mut spare = SpareExtras::new();
         let mut body = Body::<Nop>::empty();
         let (me, target) = (Pid::new(1, 1), Pid::new(2, 1));
-        assert!(body.links_mut().monitor(me, target).is_some());
-        let part: *const _ = body.extra.as_deref().expect("made on first use");
-        let (outside, links) = body.clear_extra();
-        assert!(outside.is_none());
-        assert_eq!(links.map(|l| l.counts()), Some((1, 0, 0)), "to close");
-        assert!(body.extra.is_none() && body.spare.is_some(), "kept");
-        let again: *const _ = body.extra_mut();
+        assert!(body.links_mut(&mut spare).monitor(me, target).is_some());
+        let mut extra = body.extra.take().expect("made on first use");
+        let part: *const Extra<Nop> = &*extra;
+        assert_eq!(extra.links.take().map(|l| l.counts()), Some((1, 0, 0)));
+        spare.give(extra);
+        let mut next = Body::<Nop>::empty();
+        assert!(next.links_mut(&mut spare).counts() == (0, 0, 0), "cleared");
+        let again: *const Extra<Nop> = next.extra.as_deref().expect("taken");
         assert_eq!(again, part, "the same part, not a new one");
-        assert!(body.spare.is_none(), "one part per slot");
-        assert!(body.links().is_none(), "cleared");
+        assert!(SPARE_EXTRAS * core::mem::size_of::<Extra<Nop>>() <= 160 << 10);
     }
 }

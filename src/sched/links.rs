@@ -67,7 +67,7 @@
 //! holds, O(n) per `demonitor` or `unlink` for a process watched by
 //! thousands. Up to two PIDs per list are kept in place (`Pids`), so the
 //! usual process allocates nothing for them but the body's extra part,
-//! and that once per slot (`Body::spare`). One
+//! which a worker reuses (`SpareExtras`). One
 //! monitor per (watcher, target): see `StepOutput::monitor`.
 //!
 //! Built under loom too (`loom-tests/tests/links.rs` runs this code against

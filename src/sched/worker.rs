@@ -41,6 +41,7 @@
 //! yields its thread (below `park_after`), then parks (see `idle.rs`)
 //! until woken or until the earliest timer of any wheel.
 
+use super::body::SpareExtras;
 use super::monitor::StepClock;
 use super::shared::{phase, Shared};
 use super::table::{Envelope, FreeCache, Task};
@@ -146,6 +147,8 @@ pub(crate) struct Local<P: Process> {
     free: RefCell<FreeCache>,
     /// Mailbox nodes this worker's pops released, for its sends.
     nodes: NodeCache<Envelope<P>>,
+    /// Extra parts of bodies this worker's closes gave back (`body.rs`).
+    spare_extras: SpareExtras<P>,
     /// Numbers this worker's steps for the long-step monitor.
     clock: StepClock,
     /// This worker's trace ring, if tracing is on (see `trace.rs`).
@@ -194,6 +197,7 @@ impl<P: Process> Local<P> {
             pushed: Vec::new(),
             free: RefCell::new(FreeCache::default()),
             nodes,
+            spare_extras: SpareExtras::new(),
             clock: StepClock::new(),
             trace,
             monitored,

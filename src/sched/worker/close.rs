@@ -25,7 +25,7 @@ impl<P: Process> Local<P> {
         self.timer_tick = None;
         let pid = slot.pid();
         slot.state.complete();
-        let (process, joiner, carried, outside, mut links) = {
+        let (process, joiner, carried, mut extra) = {
             // SAFETY: we still hold the process (Complete, not yet freed);
             // the borrow ends with this block, before `remove`.
             let body = unsafe { slot.body() };
@@ -38,16 +38,18 @@ impl<P: Process> Local<P> {
                 // count.
                 self.publish_timer_count(body, slot);
             }
-            // The extra part stays with the slot, for its next process.
-            let (outside, links) = body.clear_extra();
             (
                 body.process.take(),
                 body.joiner.take(),
                 core::mem::take(&mut body.carry),
-                outside,
-                links,
+                // Kept for another process (or freed) at the end, after the
+                // `Down`s and exits are sent: not on the way from the end to
+                // the watchers.
+                body.extra.take(),
             )
         };
+        let outside = extra.as_mut().and_then(|e| e.outside.take());
+        let mut links = extra.as_mut().and_then(|e| e.links.take());
         // Events the last step left or was not given: reported like those
         // still queued, except the cancels the scheduler itself made and
         // the `Down`s of its monitors.
@@ -127,6 +129,9 @@ impl<P: Process> Local<P> {
         }
         if let Some(joiner) = joiner {
             joiner.set(pid, outcome);
+        }
+        if let Some(extra) = extra {
+            self.spare_extras.give(extra);
         }
     }
 }

@@ -43,7 +43,7 @@ impl<P: Process> Local<P> {
     /// registers (callgrind, `ping_pong`: +25 instructions a step).
     #[inline(never)]
     pub(super) fn apply_links(&mut self, slot: &Slot<P>, pid: Pid, body: &mut Body<P>) {
-        let links = body.links_mut();
+        let links = body.links_mut(&mut self.spare_extras);
         let mut ops = core::mem::take(&mut self.effects.links);
         let mut out = core::mem::take(&mut self.requests);
         let mut held: Option<Pid> = None; // a `Monitor(pid)` not yet sent
@@ -187,7 +187,7 @@ impl<P: Process> Local<P> {
         body: &mut Body<P>,
         signal: Signal,
     ) -> Option<(Pid, ExitReason)> {
-        match body.links_mut().receive(signal) {
+        match body.links_mut(&mut self.spare_extras).receive(signal) {
             Received::Down(pid, reason) => Some((pid, reason)),
             Received::Nothing | Received::Kill(_) => None,
         }

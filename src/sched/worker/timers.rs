@@ -70,7 +70,7 @@ impl<P: Process> Local<P> {
                 wheel.insert(now_tick, deadline, pid.into_raw(), tag, kind, None)
             {
                 lowered |= low;
-                let timers = &mut body.extra_mut().timers;
+                let timers = &mut body.extra_from(&mut self.spare_extras).timers;
                 if timers.capacity() == 0 {
                     // Most processes hold one timer: no room for four.
                     timers.reserve_exact(1);
