@@ -294,6 +294,56 @@ fn steal_half_into_grows_a_small_dest() {
     assert_eq!(pop_all(&dest), (1..MAX_STEAL).rev().collect::<Vec<_>>());
 }
 
+#[test]
+fn steal_half_into_with_shows_the_whole_batch_before_dest_gets_any() {
+    for n in [1, 2, 5, 64, 100] {
+        let w = Worker::new();
+        push_range(0..n, &w);
+        let dest = Worker::new();
+        push_range(1000..1003, &dest); // already there: not shown
+        let k = expected_batch(n);
+        let mut seen = Vec::new();
+        let got = w.stealer().steal_half_into_with(&dest, |batch| {
+            // Shown while dest still holds only what it had.
+            assert_eq!(dest.len(), 3, "n = {n}");
+            seen.extend(batch.iter().map(|b| **b));
+        });
+        assert_eq!(got.success().map(|b| *b), Some(0), "n = {n}");
+        assert_eq!(seen, (0..k).collect::<Vec<_>>(), "n = {n}: oldest first");
+        assert_eq!(dest.len(), 3 + k - 1, "n = {n}");
+        assert_eq!(w.len(), n - k, "n = {n}");
+    }
+    // Nothing to take: `look` is not called.
+    let w: Worker<Box<usize>> = Worker::new();
+    let got = w
+        .stealer()
+        .steal_half_into_with(&Worker::new(), |_| panic!("shown an empty batch"));
+    assert!(got.is_empty());
+}
+
+#[test]
+fn steal_half_into_with_a_panicking_look_drops_the_batch_once_and_pushes_none() {
+    let n = 10;
+    let tally = Tally::new(n);
+    let w = Worker::new();
+    counted(&w, &tally, 0..n);
+    let dest = Worker::new();
+    let s = w.stealer();
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        s.steal_half_into_with(&dest, |_| panic!("look panics"))
+    }));
+    assert!(result.is_err());
+    assert!(dest.is_empty(), "nothing pushed");
+    assert_eq!(w.len(), n - expected_batch(n), "the batch left the victim");
+    // The batch (ids 0..5) was dropped by the unwinding, once each; the
+    // rest are still queued.
+    let dropped = tally.dropped();
+    assert_eq!(&dropped[..expected_batch(n)], &[1; 5]);
+    assert!(dropped[expected_batch(n)..].iter().all(|&d| d == 0));
+    drop((w, s, dest));
+    tally.assert_each_dropped_once();
+}
+
 // ---------------------------------------------------------------------------
 // Capacity and growth.
 

@@ -5,7 +5,8 @@
 //! from the *top*, oldest first: [`Stealer::steal`] one item, or
 //! [`Stealer::steal_half_into`] half of them (rounded up, at most
 //! [`MAX_STEAL`]) with a single successful CAS, moving all but the oldest
-//! onto the thief's own `Worker`. Items are owning pointers ([`Pointer`]:
+//! onto the thief's own `Worker` ([`Stealer::steal_half_into_with`] shows
+//! the thief the batch first). Items are owning pointers ([`Pointer`]:
 //! `Box<T>`, `Arc<T>`), stored as they are, one machine word per slot.
 //!
 //! ```
@@ -145,6 +146,7 @@
 mod buffer;
 mod pointer;
 mod steal;
+mod taken;
 mod worker;
 
 pub use pointer::Pointer;

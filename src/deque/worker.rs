@@ -2,6 +2,7 @@
 //! [`Stealer`]. The protocol is described in the module docs (`mod.rs`).
 
 use super::buffer::{Buffer, Fill, Ring};
+use super::taken::Taken;
 use super::{Pointer, Steal, MAX_STEAL};
 use crate::padded::CachePadded;
 use crate::sync::{Arc, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
@@ -434,15 +435,45 @@ impl<T: Pointer> Stealer<T> {
     /// assert_eq!(victim.len(), 2);
     /// ```
     pub fn steal_half_into(&self, dest: &Worker<T>) -> Steal<T> {
+        self.steal_half_into_with(dest, |_| {})
+    }
+
+    /// [`steal_half_into`](Self::steal_half_into), showing `look` the items
+    /// taken, oldest first (the first is the one returned), once all of them
+    /// are the caller's and before any goes onto `dest`, where other thieves
+    /// could take it: a thief can start fetching what they point to before
+    /// it runs them. Should `look` panic, the items taken are dropped, each
+    /// once, and none is pushed.
+    ///
+    /// ```
+    /// use stepsched::deque::{Steal, Worker};
+    /// let victim = Worker::new();
+    /// for i in 0..5 {
+    ///     victim.push(Box::new(i));
+    /// }
+    /// let mine = Worker::new();
+    /// let mut seen = Vec::new();
+    /// let got = victim
+    ///     .stealer()
+    ///     .steal_half_into_with(&mine, |items| seen.extend(items.iter().map(|b| **b)));
+    /// assert_eq!(got.map(|b| *b), Steal::Success(0));
+    /// assert_eq!(seen, [0, 1, 2]);
+    /// assert_eq!(mine.len(), 2);
+    /// ```
+    pub fn steal_half_into_with(&self, dest: &Worker<T>, look: impl FnOnce(&[T])) -> Steal<T> {
         match self.claim(REACH) {
             Steal::Success(batch) => {
-                let (oldest, rest) = batch.items().split_first().expect("a claim is never empty");
-                for &raw in rest {
+                let mut taken = Taken::new();
+                for &raw in batch.items() {
                     // SAFETY: the claim won every position of the batch.
-                    dest.push(unsafe { take(raw) });
+                    taken.push(unsafe { take(raw) });
                 }
-                // SAFETY: as above, for the oldest position.
-                Steal::Success(unsafe { take(*oldest) })
+                look(taken.as_slice());
+                let oldest = taken.next().expect("a claim is never empty");
+                for item in taken {
+                    dest.push(item);
+                }
+                Steal::Success(oldest)
             }
             Steal::Empty => Steal::Empty,
             Steal::Retry => Steal::Retry,
