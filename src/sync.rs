@@ -67,3 +67,24 @@ mod imp {
 
 #[allow(unused_imports)]
 pub(crate) use imp::*;
+
+/// Asks the CPU to bring the cache line at `p` into this core's cache, in
+/// the state a write needs: a hint, not an access (it reads nothing the
+/// program sees, cannot fault, and `p` may dangle). For misses that would
+/// otherwise come one after the other, each waiting for the last (a step
+/// that sends to thousands of processes, a thief about to run the batch it
+/// stole: see `src/sched/README.md`, "Prefetching"). x86_64 only
+/// (`prefetchw`, or `prefetcht0` where the target lacks it); elsewhere,
+/// and under Miri and loom, it does nothing.
+#[inline(always)]
+pub(crate) fn prefetch_write<T>(p: *const T) {
+    #[cfg(all(target_arch = "x86_64", not(miri), not(loom)))]
+    // SAFETY: a prefetch is a hint: it accesses no memory the program can
+    // observe and does not fault, whatever the address.
+    unsafe {
+        use core::arch::x86_64::{_mm_prefetch, _MM_HINT_ET0};
+        _mm_prefetch::<_MM_HINT_ET0>(p.cast::<i8>());
+    }
+    #[cfg(not(all(target_arch = "x86_64", not(miri), not(loom))))]
+    let _ = p;
+}

@@ -11,7 +11,7 @@ use super::cache::NodeCache;
 use super::error::TryPopError;
 use super::list;
 use super::node::Node;
-use crate::sync::{AtomicPtr, UnsafeCell};
+use crate::sync::{AtomicPtr, Ordering, UnsafeCell};
 
 /// A compact multi-producer, single-consumer FIFO queue: two words plus one
 /// heap node, with nodes from a caller's [`NodeCache`].
@@ -338,6 +338,34 @@ impl<T> Mailbox<T> {
             None => unsafe { Node::dealloc(released) },
         }
         Ok(item)
+    }
+}
+
+/// Hints for a caller about to touch many mailboxes in a row: each asks for
+/// the line that an operation on this mailbox will miss on
+/// (`sync::prefetch_write`), so that the misses of several mailboxes
+/// overlap instead of coming one after the other.
+impl<T> Mailbox<T> {
+    /// The newest node's line, whose link the next push writes.
+    #[inline]
+    pub(crate) fn prefetch_newest(&self) {
+        // Relaxed: an address for a hint; nothing is read through it, and
+        // a stale one costs a wasted prefetch at most.
+        crate::sync::prefetch_write(self.head.load(Ordering::Relaxed));
+    }
+
+    /// The stub's line, whose link the next pop reads.
+    ///
+    /// # Safety
+    ///
+    /// As for [`pop`](Self::pop): no pop may run meanwhile (the caller is
+    /// the only one that may consume, as the holder of a process's task is).
+    #[inline]
+    pub(crate) unsafe fn prefetch_stub(&self) {
+        // SAFETY: only a consumer writes `tail`, and the caller's contract
+        // makes the caller the only one that may consume.
+        let stub = self.tail.with(|tail| unsafe { *tail });
+        crate::sync::prefetch_write(stub);
     }
 }
 

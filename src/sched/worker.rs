@@ -30,8 +30,9 @@
 //!    16 more onto the local deque;
 //! 5. processes that returned *continue*, oldest first: they go behind all
 //!    of the above (like Go's `Gosched`);
-//! 6. as a *spinner*, other workers: `steal_half_into` from each deque and a
-//!    batch from each inject queue, starting at a random victim.
+//! 6. as a *spinner*, other workers: `steal_half_into` from each deque
+//!    (asking for the stolen processes' lines at once, `worker/warm.rs`)
+//!    and a batch from each inject queue, starting at a random victim.
 //!
 //! Before each search it fires its own timing wheel if something there is
 //! due (one load when nothing is pending), and as a spinner, before
@@ -61,6 +62,7 @@ mod close;
 mod signals;
 mod step;
 mod timers;
+mod warm;
 
 /// How many times in a row `runnext` may run before it must queue behind
 /// the local deque: two processes messaging each other forever would
@@ -432,7 +434,8 @@ impl<P: Process> Local<P> {
                 .filter(|&i| i != self.index)
             {
                 let before = self.deque.len();
-                match remotes[victim].stealer.steal_half_into(&self.deque) {
+                let stealer = &remotes[victim].stealer;
+                match stealer.steal_half_into_with(&self.deque, warm::warm_stolen) {
                     Steal::Success(task) => {
                         let stolen = 1 + (self.deque.len() - before) as u64;
                         let counters = self.counters();
