@@ -2,8 +2,8 @@
 //! models (front = top, the oldest item; back = bottom, the newest).
 //!
 //! Two deques take part: `main` and `dest`. Thieves of either steal into the
-//! other with `steal_half_into`, so batch sizes, batch order and growth of
-//! both are checked; `main` can also be orphaned (its `Worker` dropped while
+//! other with `steal_half_into` (or `steal_half_into_with`, whose look is
+//! checked too), so batch sizes, batch order and growth of both are checked; `main` can also be orphaned (its `Worker` dropped while
 //! its `Stealer` goes on) and replaced. Every item carries a unique id and a
 //! shared drop counter, so a duplicated, lost, reordered, leaked or doubly
 //! dropped item is a panic.
@@ -167,7 +167,19 @@ impl Replay {
         let n = victim.model.len();
         let k = n.div_ceil(2).min(MAX_STEAL);
         let before = thief_worker.len();
-        let got = match victim.stealer.steal_half_into(thief_worker) {
+        // Every other batch through `steal_half_into_with`, whose look must
+        // see the batch's ids, oldest first, before the thief's deque grows.
+        let shown: Vec<u64> = victim.model.iter().take(k).copied().collect();
+        let stolen = if n % 2 == 0 {
+            victim.stealer.steal_half_into(thief_worker)
+        } else {
+            victim.stealer.steal_half_into_with(thief_worker, |batch| {
+                let ids: Vec<u64> = batch.iter().map(|item| item.id).collect();
+                assert_eq!(ids, shown, "{}: steal_half_into_with showed", victim.name);
+                assert_eq!(thief_worker.len(), before, "pushed before the look");
+            })
+        };
+        let got = match stolen {
             Steal::Success(item) => Some(item),
             Steal::Empty => None,
             Steal::Retry => panic!("{}: steal_half_into returned Retry", victim.name),
