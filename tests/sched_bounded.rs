@@ -75,10 +75,11 @@ enum Role {
         burst: u64,
         refusals: Arc<AtomicU64>,
     },
-    /// Sends `(0, 1)` to `(0, 5)` to `to` in its first step and goes Idle;
-    /// records the numbers that come back refused, and ends.
+    /// Sends `(0, 1)` to `(0, count)` to `to` in its first step and goes
+    /// Idle; records the numbers that come back refused, and ends.
     Burst {
         to: Pid,
+        count: u64,
         back: Arc<std::sync::Mutex<Vec<u64>>>,
         sent: bool,
     },
@@ -186,10 +187,15 @@ impl Process for Node {
                 // Refusals wake it; otherwise it goes on sending.
                 out.set_status(Status::Continue);
             }
-            Role::Burst { to, back, sent } => {
+            Role::Burst {
+                to,
+                count,
+                back,
+                sent,
+            } => {
                 if !*sent {
                     *sent = true;
-                    for seq in 1..=5 {
+                    for seq in 1..=*count {
                         out.send(*to, (0, seq));
                     }
                     out.set_status(Status::Idle);
@@ -388,20 +394,25 @@ fn completions_cancels_and_terminates_are_never_refused() {
 
 #[test]
 fn refused_messages_come_back_to_the_step_in_order_and_later_ones_are_held_back() {
-    let held = Held::default();
-    let scheduler = held_scheduler(&held);
-    let (to, _) = holder(&scheduler, &held, SpawnOptions::new().mailbox_capacity(2));
-    let back = Arc::new(std::sync::Mutex::new(Vec::new()));
-    let burst = Node(Role::Burst {
-        to,
-        back: Arc::clone(&back),
-        sent: false,
-    });
-    let burst = scheduler.submit_joinable(burst, "", ()).unwrap();
-    // Idle after sending, it is woken by the refusals, and ends.
-    burst.join().unwrap();
-    assert_eq!(*back.lock().unwrap(), vec![3, 4, 5]);
-    assert!(!scheduler.shutdown(common::ms(5_000)).timed_out);
+    // 5 sends take the step's usual loop; 40, the one that looks ahead
+    // (more than 8 sends: `worker/warm.rs`).
+    for count in [5, 40] {
+        let held = Held::default();
+        let scheduler = held_scheduler(&held);
+        let (to, _) = holder(&scheduler, &held, SpawnOptions::new().mailbox_capacity(2));
+        let back = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let burst = Node(Role::Burst {
+            to,
+            count,
+            back: Arc::clone(&back),
+            sent: false,
+        });
+        let burst = scheduler.submit_joinable(burst, "", ()).unwrap();
+        // Idle after sending, it is woken by the refusals, and ends.
+        burst.join().unwrap();
+        assert_eq!(*back.lock().unwrap(), (3..=count).collect::<Vec<_>>());
+        assert!(!scheduler.shutdown(common::ms(5_000)).timed_out);
+    }
 }
 
 #[test]
