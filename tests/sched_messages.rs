@@ -50,6 +50,9 @@ enum Role {
     },
     /// In its first step sends `n` numbered messages to `to`, then ends.
     Burst { to: Pid, n: u64 },
+    /// In its first step sends `n` numbered messages to each of `to`, one
+    /// to each in turn, then ends.
+    Scatter { to: Vec<Pid>, n: u64 },
     /// Finishes with the first value it receives.
     Echo,
     /// Sends `value` to `to` and ends.
@@ -172,6 +175,19 @@ impl Process for Node {
                     out.send(*to, msg);
                 }
                 out.done(*n);
+            }
+            Role::Scatter { to, n } => {
+                for seq in 0..*n {
+                    for &sink in to.iter() {
+                        let msg = Msg::Seq {
+                            from: me,
+                            stream: 0,
+                            seq,
+                        };
+                        out.send(sink, msg);
+                    }
+                }
+                out.done(*n * to.len() as u64);
             }
             Role::Echo => {
                 for event in events.drain(..) {
@@ -314,6 +330,29 @@ fn a_burst_sent_from_one_step_arrives_in_order() {
     let burst = scheduler.submit_joinable(burst, "burst", ()).unwrap();
     assert_eq!(burst.join(), Ok(N));
     assert_eq!(sink.join(), Ok(N));
+    scheduler.shutdown(Duration::from_secs(1));
+}
+
+/// A step that sends to many processes asks for their lines ahead and a
+/// thief for its batch's (`worker/warm.rs`): the hints must change nothing.
+#[test]
+fn a_scatter_from_one_step_to_many_arrives_in_order_at_each() {
+    let (sinks, n) = if cfg!(miri) { (24, 3) } else { (300, 3) };
+    let scheduler = scheduler(2);
+    let sinks: Vec<_> = (0..sinks)
+        .map(|_| {
+            scheduler
+                .submit_joinable(Node::sink(n), "sink", ())
+                .unwrap()
+        })
+        .collect();
+    let to = sinks.iter().map(|sink| sink.pid()).collect();
+    let scatter = Node::new(Role::Scatter { to, n });
+    let scatter = scheduler.submit_joinable(scatter, "scatter", ()).unwrap();
+    assert_eq!(scatter.join(), Ok(n * sinks.len() as u64));
+    for sink in sinks {
+        assert_eq!(sink.join(), Ok(n));
+    }
     scheduler.shutdown(Duration::from_secs(1));
 }
 
