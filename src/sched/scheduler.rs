@@ -10,7 +10,7 @@ use super::idle::Idle;
 use super::join::{JoinCell, JoinHandle, JoinSet, Joiner};
 use super::monitor::{Monitor, MonitorConfig};
 use super::shared::{phase, Config, Hooks, Refusal, Remote, Shared};
-use super::stats::{Counters, Stats};
+use super::stats::Counters;
 use super::table::{Table, Task};
 use super::trace::{Kind as TraceKind, Trace, Tracing};
 use super::worker::Local;
@@ -340,33 +340,6 @@ impl<P: Process> Scheduler<P> {
     /// The number of live processes.
     pub fn live(&self) -> usize {
         self.shared.table.live()
-    }
-
-    /// A snapshot of the scheduler's counters.
-    pub fn stats(&self) -> Stats {
-        let shared = &*self.shared;
-        let (spinning, sleeping) = shared.idle.counts();
-        // Relaxed loads throughout: each counter is exact on its own; the
-        // snapshot does not promise one instant (see `Stats`).
-        Stats {
-            workers: shared
-                .remotes
-                .iter()
-                .map(|r| r.counters.snapshot(r.stealer.len()))
-                .collect(),
-            live: shared.table.live(),
-            submitted: shared.submitted.load(Ordering::Relaxed),
-            completed: shared.table.closed(),
-            undelivered: shared.undelivered.load(Ordering::Relaxed),
-            unknown_tags: shared.unknown_tags.load(Ordering::Relaxed),
-            hook_panics: shared.hooks.panics(),
-            retired_slots: shared.table.retired(),
-            global_queue_nonempty: !shared.global.is_empty(),
-            spinning,
-            sleeping,
-            blocking: shared.blocking.stats(),
-            timers: super::stats::TimerStats::sum(shared.remotes.iter().map(|r| &r.counters)),
-        }
     }
 
     /// Stops the scheduler: refuses new processes and messages, sends
