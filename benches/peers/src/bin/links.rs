@@ -378,6 +378,10 @@ fn main() {
     let all_shapes = !["pair", "apart", "down", "chain"].iter().any(|w| has(w));
     let shape = |w: &str| all_shapes || has(w);
     let (ours_on, tokio_on) = (!has("tokio"), !has("ours"));
+    println!(
+        "cross-core round trip: {} ns (swings ~100 to ~500+ on a shared VM: see README, \"Measured\")",
+        stepsched_peers::core_round_trip_ns()
+    );
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .build()

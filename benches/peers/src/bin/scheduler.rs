@@ -260,6 +260,10 @@ fn main() {
         std::env::var("STEPSCHED_TRACE").unwrap_or_else(|_| "(unset: tracing off)".into())
     );
     println!(
+        "cross-core round trip: {} ns (swings ~100 to ~500+ on a shared VM: see README, \"Measured\")",
+        stepsched_peers::core_round_trip_ns()
+    );
+    println!(
         "stepsched vs tokio multi-thread, {WORKERS} workers each; SCALE={scale}, ROUNDS={rounds} \
          (median of rounds; ratio = tokio / stepsched, above 1 = stepsched faster)\n"
     );
