@@ -12,7 +12,7 @@
 //!
 //! The threaded benches use zero-sized boxes (no allocator traffic) and count
 //! every item the thief receives. The whole file runs in well under a minute:
-//! `cargo bench --bench deque`.
+//! `cargo bench -p stepsched-benches --bench deque`.
 
 use std::hint::black_box;
 use std::sync::{Arc, Barrier};

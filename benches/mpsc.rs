@@ -27,7 +27,7 @@
 //! Held constant: item type (`u64`), a fresh queue per sample for the
 //! threaded scenarios (threads are spawned per sample; criterion's sample
 //! sizes make that cost negligible). The file runs in under a minute:
-//! `cargo bench --bench mpsc`.
+//! `cargo bench -p stepsched-benches --bench mpsc`.
 
 use std::hint::black_box;
 use std::sync::Barrier;

@@ -18,7 +18,8 @@
 //!
 //! Held constant: 2 worker threads, default tuning, one scheduler per bench
 //! function built outside the measured loop, every iteration's result
-//! checked. `cargo bench --bench scheduler` runs in about a minute.
+//! checked. `cargo bench -p stepsched-benches --bench scheduler` runs in about
+//! a minute.
 
 use std::sync::Arc;
 use std::time::Duration;
