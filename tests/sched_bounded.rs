@@ -24,7 +24,7 @@ use stepsched::sched::{Scheduler, SendError};
 
 /// Outside attempts: 10M natively in release, fewer in debug and Miri.
 const ATTEMPTS: u64 = if cfg!(miri) {
-    2_000
+    1_000
 } else if cfg!(debug_assertions) {
     1_000_000
 } else {

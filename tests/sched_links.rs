@@ -386,7 +386,7 @@ fn monitor_demonitor_churn_leaves_no_entries() {
     let w = spawn(&s, &log);
     let t = spawn(&s, &log);
     let u = spawn(&s, &log);
-    let rounds = if cfg!(miri) { 10 } else { 1000 };
+    let rounds = if cfg!(miri) { 4 } else { 1000 };
     for _ in 0..rounds {
         s.send(w.pid(), Msg::Churn(t.pid(), 50)).unwrap();
         s.send(w.pid(), Msg::ChurnTwo(t.pid(), u.pid(), 25))

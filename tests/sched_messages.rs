@@ -402,17 +402,21 @@ fn send_after_the_process_finished_is_refused_as_finished_with_the_message() {
 
 #[test]
 fn a_stale_pid_never_reaches_the_newer_process_in_its_slot() {
-    let scheduler = scheduler(2);
+    // One worker: it closes every process, so its cache of freed slots
+    // (`FREE_BATCH` = 32 in src/sched/table.rs) is the only one.
+    let scheduler = scheduler(1);
     let old_pid = finished_echo(&scheduler, 1);
 
-    // Submit idle processes until one reuses the slot. Freed slots may be
-    // cached by the worker that closed them, so every 100 submits finish
-    // the idle ones too: their slots push older ones back into circulation.
+    // Submit idle processes until one reuses the slot. The worker keeps
+    // freed slots for its own spawns until it holds more than 64; then it
+    // gives the oldest 32 (the old slot among them) to the shared list that
+    // submits take from. So every 66 submits finish the idle ones too: the
+    // 65th close hands the old slot on, and the next 32 submits reach it.
     let mut idle = Vec::new();
     let mut submitted = 0;
     let reused = loop {
         assert!(submitted < 10_000, "slot {} never reused", old_pid.index());
-        if idle.len() == 100 {
+        if idle.len() == 66 {
             for (i, handle) in idle.drain(..).enumerate() {
                 finish_echo(&scheduler, handle, i as u64);
             }

@@ -543,7 +543,13 @@ impl<P: Process> Scheduler<P> {
     }
 }
 
-/// Polls `done` every millisecond until it holds (`true`) or `deadline`
+/// How often [`wait_until`] looks: every millisecond. Under Miri every 50:
+/// there each look is interpreted, and a grace period the tests stretch 50
+/// times (`tests/common::ms`) took thousands of looks, most of a shutdown
+/// test's run (14 s of a 15 s test for a 200 ms grace).
+const POLL: Duration = Duration::from_millis(if cfg!(miri) { 50 } else { 1 });
+
+/// Polls `done` every [`POLL`] until it holds (`true`) or `deadline`
 /// passes (`false`).
 fn wait_until(deadline: Instant, mut done: impl FnMut() -> bool) -> bool {
     loop {
@@ -553,7 +559,7 @@ fn wait_until(deadline: Instant, mut done: impl FnMut() -> bool) -> bool {
         if Instant::now() >= deadline {
             return false;
         }
-        std::thread::sleep(Duration::from_millis(1));
+        std::thread::sleep(POLL);
     }
 }
 
