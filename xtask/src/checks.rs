@@ -4,11 +4,12 @@
 //!
 //! - `loom:<file>`: the loom models in `loom-tests/tests/<file>.rs`, built
 //!   with `RUSTFLAGS="--cfg loom"` in release and run with
-//!   `LOOM_MAX_PREEMPTIONS=3` (unless set), target dir `target/mutate/loom`;
+//!   `LOOM_MAX_PREEMPTIONS=3` (unless set), target dir `target/loom` (the
+//!   README's loom command's, so that loom itself is built once);
 //! - `test:<file>`: the integration tests `tests/<file>.rs` in release,
-//!   target dir `target/mutate/std`: for the scheduler code loom does not
-//!   build, these are the stress and protocol tests that can see a lost
-//!   wakeup, a lost process or a hang;
+//!   target dir `target` (the README's release builds'): for the
+//!   scheduler code loom does not build, these are the stress and protocol
+//!   tests that can see a lost wakeup, a lost process or a hang;
 //! - `miri:<file>`: `cargo +nightly miri test --test <file>` over seeds
 //!   0..8 (only with `--miri`; slow), target dir `target/mutate/miri`;
 //!   `miri:lib=<filter>` runs the library's unit tests matching `<filter>`
@@ -315,13 +316,19 @@ impl Runner {
             "--no-run",
             "--message-format=json-render-diagnostics",
         ]);
+        // The repository's own target directories (`out` is
+        // `<root>/target/mutate`): the scratch tree's crates build apart
+        // from the repository's (cargo keys a path package by its path), but
+        // their dependencies (loom and its own) are the ones the loom step
+        // already built.
+        let target = self.out.parent().unwrap_or(&self.out);
         if k == "loom" {
             cmd.args(["-p", "stepsched-loom-tests"])
                 .env("RUSTFLAGS", "--cfg loom")
-                .env("CARGO_TARGET_DIR", self.out.join("loom"));
+                .env("CARGO_TARGET_DIR", target.join("loom"));
         } else {
             cmd.args(["-p", "stepsched"])
-                .env("CARGO_TARGET_DIR", self.out.join("std"));
+                .env("CARGO_TARGET_DIR", target);
         }
         for f in files {
             cmd.args(["--test", f]);
