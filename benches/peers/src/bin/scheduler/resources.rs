@@ -7,11 +7,9 @@ use std::time::{Duration, Instant};
 use stepsched::process::{Event, NoCommand, Pid, Process, Status, StepOutput};
 use stepsched::sched::Scheduler;
 
+use crate::scenarios::{pinger_scheduler, stepsched_ping_pong, tokio_ping_pong};
 use crate::workloads::{Latch, Pinger, HANG};
-use crate::{
-    allocations_during, fmt_ns, pinger_scheduler, stepsched_ping_pong, tokio_ping_pong,
-    tokio_runtime, WORKERS,
-};
+use crate::{allocations_during, fmt_ns, tokio_runtime, WORKERS};
 
 /// Waits for messages; finishes on `Stop`. Records the latency of each
 /// `Stamp` (sent → the start of the step that receives it).
