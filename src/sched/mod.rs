@@ -61,6 +61,8 @@ mod shared;
 #[cfg(not(loom))]
 mod stats;
 #[cfg(not(loom))]
+mod stopping;
+#[cfg(not(loom))]
 mod table;
 #[cfg(not(loom))]
 mod ticks;

@@ -152,6 +152,7 @@ impl<P: Process> Scheduler<P> {
             undelivered: AtomicU64::new(0),
             unknown_tags: AtomicU64::new(0),
             forced: AtomicU64::new(0),
+            stopping: super::stopping::Stopping::new(),
             clock: CoarseClock::new(),
             trace,
             timers: super::timer::Timers::new(config_workers),
@@ -388,7 +389,10 @@ impl<P: Process> Scheduler<P> {
         // was admitted is counted from before its admission, and the phase
         // pair (`phase.rs`) makes the scan above cancel it.
         let mut left = 0;
-        if !wait_until(deadline, || shared.table.live() == 0) {
+        if !shared
+            .stopping
+            .wait_until(deadline, || shared.table.live() == 0)
+        {
             report.timed_out = true;
             shared.set_phase(phase::FORCING);
             shared.trace_phase("forcing");
@@ -400,7 +404,10 @@ impl<P: Process> Scheduler<P> {
             let mut grace = Instant::now() + timeout.max(Duration::from_millis(100));
             left = shared.table.live();
             loop {
-                if wait_until(grace, || shared.table.live() == 0) {
+                if shared
+                    .stopping
+                    .wait_until(grace, || shared.table.live() == 0)
+                {
                     left = 0;
                     break;
                 }
@@ -540,26 +547,6 @@ impl<P: Process> Scheduler<P> {
     {
         let (process, input) = P::host(kind, input);
         self.submit_joinable(process, <P as Hosts<K>>::KIND, input)
-    }
-}
-
-/// How often [`wait_until`] looks: every millisecond. Under Miri every 50:
-/// there each look is interpreted, and a grace period the tests stretch 50
-/// times (`tests/common::ms`) took thousands of looks, most of a shutdown
-/// test's run (14 s of a 15 s test for a 200 ms grace).
-const POLL: Duration = Duration::from_millis(if cfg!(miri) { 50 } else { 1 });
-
-/// Polls `done` every [`POLL`] until it holds (`true`) or `deadline`
-/// passes (`false`).
-fn wait_until(deadline: Instant, mut done: impl FnMut() -> bool) -> bool {
-    loop {
-        if done() {
-            return true;
-        }
-        if Instant::now() >= deadline {
-            return false;
-        }
-        std::thread::sleep(POLL);
     }
 }
 

@@ -497,6 +497,11 @@ impl<P: Process> Local<P> {
             shared.hooks.unpark(self.index);
             return;
         }
+        // Likely soon after closing the last process of a shutdown: its
+        // wait need not sleep out its timeout (`stopping.rs`).
+        if shared.phase() >= phase::STOPPING && shared.table.live() == 0 {
+            shared.stopping.tell();
+        }
         if shared.has_visible_work() {
             let back_off = self.cancelled >= YIELDING_CANCELS;
             if !back_off || self.take_while_registered() {
