@@ -134,7 +134,7 @@
 //!
 //! ## Proof
 //!
-//! The loom models in `loom-tests/tests/deque.rs` (built with
+//! The loom models in `loom-tests/tests/deque/` (built with
 //! `--cfg loom`, where the claim limit shrinks to 2 so both pop paths are
 //! reached) check exactly-once delivery for: the last item raced by `pop`
 //! and `steal`, `pop` against `steal_half_into`, two `steal_half_into`s,

@@ -1,5 +1,5 @@
 //! Unit tests that look inside the deque (the ring, `head`'s halves).
-//! Public behaviour is tested in `tests/deque.rs`; both run under Miri.
+//! Public behaviour is tested in `tests/deque/`; both run under Miri.
 
 use super::*;
 use crate::sync::{Arc, AtomicUsize, Ordering};

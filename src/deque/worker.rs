@@ -291,7 +291,8 @@ impl<T: Pointer> Worker<T> {
             // then slots below it, before its CAS fails; without Release
             // those reads are unordered with the pushes that wrote them
             // (uninitialised memory under Miri: the test
-            // `thieves_never_read_unwritten_slots` in `tests/deque.rs`).
+            // `thieves_never_read_unwritten_slots` in
+            // `tests/deque_weak_memory.rs`).
             inner.owner.bottom.store(bottom, Ordering::Release);
             return None;
         }
