@@ -17,9 +17,15 @@
 //! the phase just before they changed: neither side's reads are ordered
 //! against the other's writes) costs at most one timeout, and a shutdown
 //! never waits on a tell that does not come (a step that never returns, a
-//! worker that never parks). Before this, a shutdown with any live process
-//! took 1.1 ms or more, the fixed millisecond it slept between looks; the
-//! figures are in `benches/peers/src/bin/shutdown.rs`.
+//! worker that never parks). A tell also orders what the worker did before
+//! it ahead of the waiter's next look (an unpark synchronizes with the park
+//! it ends, and the waiter's lock with the worker's), so it hides the
+//! orderings a look without one relies on, the closed counts' Release and
+//! Acquire (`table.rs`): those are tested without a wait
+//! (`table/tests.rs`). Before this, a shutdown with any live process
+//! took 1.1 ms or more, the fixed millisecond it slept between looks
+//! (`benches/peers/src/bin/shutdown.rs` measures it beside tokio; the
+//! README's "Measured" has the figures).
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::thread::{self, Thread};

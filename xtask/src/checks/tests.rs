@@ -17,7 +17,7 @@ fn a_miri_check_names_its_binary_and_filter() {
         checks_for("src/sched/table.rs", true)
             .last()
             .map(String::as_str),
-        Some("miri:sched_shutdown=shutdown_c")
+        Some("miri:lib=table::tests::whoever")
     );
 }
 
