@@ -348,6 +348,12 @@ impl<P: Process> Scheduler<P> {
     /// for them to end; then closes the rest by force, stops the workers and
     /// joins them. Calling it again returns the first report.
     ///
+    /// It returns soon after the last process has ended, not at the
+    /// timeout: the calling thread parks between its looks at the live
+    /// count, and a worker that runs out of work wakes it. (Like any code
+    /// that calls [`std::thread::park`], it may take an unpark meant for
+    /// the calling thread.)
+    ///
     /// The blocking pool: when shutdown begins, commands queued for a
     /// [blocking handler](Builder::blocking_handler) (and any yielded
     /// afterwards) complete with
