@@ -520,4 +520,4 @@ impl<T> Queue<T> {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

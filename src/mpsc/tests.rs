@@ -4,8 +4,8 @@ use super::*;
 use std::cell::Cell;
 use std::rc::Rc;
 
-/// Counts its drops in a shared cell.
-struct Counted(Rc<Cell<usize>>);
+/// Counts its drops in a shared cell (the mailbox's tests use it too).
+pub(crate) struct Counted(pub(crate) Rc<Cell<usize>>);
 
 impl Drop for Counted {
     fn drop(&mut self) {

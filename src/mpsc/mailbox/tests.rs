@@ -1,17 +1,9 @@
 //! The mailbox's unit tests; small enough for Miri.
 
 use super::*;
+use crate::mpsc::tests::Counted;
 use std::cell::Cell;
 use std::rc::Rc;
-
-/// Counts its drops in a shared cell.
-struct Counted(Rc<Cell<usize>>);
-
-impl Drop for Counted {
-    fn drop(&mut self) {
-        self.0.set(self.0.get() + 1);
-    }
-}
 
 #[test]
 fn is_two_words() {
