@@ -13,7 +13,7 @@
 //! covers, and says in its docs which weakened ordering or step it fails
 //! under):
 //!
-//! - `deque.rs`: the Chase-Lev deque delivers every item exactly once
+//! - `deque/`: the Chase-Lev deque delivers every item exactly once
 //!   (owner push/pop against steals and steal-half, growth).
 //! - `mpsc.rs`, `mailbox.rs`: the MPSC queue and the mailbox lose, duplicate
 //!   and reorder nothing, across block and node reuse; `Queue::is_empty`
@@ -53,7 +53,7 @@
 //!   each model failing with a step of the protocol broken.
 //!
 //! - `limits.rs`: not a model of `stepsched` but a canary for loom itself:
-//!   the DPOR blind spot that [`Gate`] works around
+//!   the DPOR blind spot that `Gate` (`src/gate.rs`) works around
 //!   (`docs/proof/loom-limits.md`) is still there.
 //!
 //! About 55 s of model checking in all on two cores (plus the build), most

@@ -2,14 +2,16 @@
 //!
 //! [`MAP`] is the one table from source files to checks. A check is
 //!
-//! - `loom:<file>`: the loom models in `loom-tests/tests/<file>.rs`, built
-//!   with `RUSTFLAGS="--cfg loom"` in release and run with
-//!   `LOOM_MAX_PREEMPTIONS=3` (unless set), target dir `target/loom` (the
-//!   README's loom command's, so that loom itself is built once);
-//! - `test:<file>`: the integration tests `tests/<file>.rs` in release,
-//!   target dir `target` (the README's release builds'): for the
-//!   scheduler code loom does not build, these are the stress and protocol
-//!   tests that can see a lost wakeup, a lost process or a hang;
+//! - `loom:<file>`: the loom models in `loom-tests/tests/<file>.rs` (or
+//!   `<file>/main.rs` and its modules), built with `RUSTFLAGS="--cfg loom"`
+//!   in release and run with `LOOM_MAX_PREEMPTIONS=3` (unless set), target
+//!   dir `target/loom` (the README's loom command's, so that loom itself is
+//!   built once);
+//! - `test:<file>`: the integration tests `tests/<file>.rs` (or
+//!   `tests/<file>/main.rs` and its modules) in release, target dir
+//!   `target` (the README's release builds'): for the scheduler code loom
+//!   does not build, these are the stress and protocol tests that can see a
+//!   lost wakeup, a lost process or a hang;
 //! - `miri:<file>`: `cargo +nightly miri test --test <file>` over seeds
 //!   0..8 (only with `--miri`; slow), target dir `target/mutate/miri`;
 //!   `miri:lib=<filter>` runs the library's unit tests matching `<filter>`
