@@ -315,6 +315,35 @@ fn shutdown_lets_processes_that_finish_on_cancel_complete_without_force() {
     held.lock().clear();
 }
 
+/// A zero timeout (what `Drop` does) sends no cancels: processes that
+/// would finish on one are closed by force, without another step.
+#[test]
+fn a_shutdown_with_no_grace_closes_every_process_by_force_without_a_cancel() {
+    const N: usize = 16;
+    let (tally, held, scheduler) = setup();
+    let handles = start_n(&scheduler, &tally, "finish_on_cancel", N);
+    held.wait_for("every command to be held", N);
+    let report = scheduler.shutdown(Duration::ZERO);
+    assert_eq!(
+        report,
+        ShutdownReport {
+            cancelled: 0,
+            completed: 0,
+            forced: N,
+            stuck: 0,
+            timed_out: true,
+            blocking_cancelled: 0,
+            blocking_abandoned: 0,
+            timers_cancelled: 0,
+        }
+    );
+    assert_all_shut_down(handles);
+    assert_eq!(tally.shutdown_cancels(), 0, "a step saw a cancel");
+    assert_eq!(tally.first_steps.load(Ordering::SeqCst), N);
+    assert_eq!(tally.closes(), N);
+    held.lock().clear();
+}
+
 #[test]
 fn shutdown_counts_finishers_and_forced_processes_apart() {
     let (tally, held, scheduler) = setup();

@@ -206,6 +206,50 @@ fn terminate_races_end_of_step() {
     });
 }
 
+/// A shutdown with no grace (`Scheduler::shutdown` with a zero timeout)
+/// sends no cancels: its forced scan (`close_waiting`: load the word, then
+/// `terminate` that generation) is what reaches a process a creator made
+/// Ready just before. If the creator then saw the shutdown and withdraws
+/// it (`Shared::withdraw`: `start`, `complete`, the slot freed), the scan
+/// must never queue it: only a worker's queue would hold a process nobody
+/// may step. And if the creator keeps it, the scan either queues it to be
+/// closed or leaves the terminate flag for its first `start`.
+#[test]
+fn forced_scan_racing_a_withdraw_never_queues_the_withdrawn_process() {
+    for withdraws in [true, false] {
+        loom::model(move || {
+            let (p, _) = Proc::ready();
+            let scanner = {
+                let p = p.clone();
+                thread::spawn(move || {
+                    let generation = p.state.load().generation();
+                    p.state.terminate(generation)
+                })
+            };
+            if withdraws {
+                let _ = p.state.start();
+                p.state.complete();
+                p.state.free();
+                let told = scanner.join().unwrap();
+                assert_ne!(told, Notify::Schedule, "a withdrawn process queued");
+            } else {
+                // The creator queues it; a worker starts it.
+                let started = p.state.start();
+                let told = scanner.join().unwrap();
+                match (started, told) {
+                    // The scan came first: the start is the last step's.
+                    (Start::Step { last: true }, Notify::Nothing) => {}
+                    // The start came first: the flag ends the step.
+                    (Start::Step { last: false }, Notify::Nothing) => {
+                        assert_eq!(p.state.end_step(Park::Idle), AfterStep::Close);
+                    }
+                    other => panic!("unexpected outcome {other:?}"),
+                }
+            }
+        });
+    }
+}
+
 /// A stale PID never wakes the next process in the slot.
 #[test]
 fn stale_notify_after_reuse_is_refused() {

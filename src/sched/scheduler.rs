@@ -79,7 +79,8 @@ pub struct Scheduler<P: Process> {
 /// What [`Scheduler::shutdown`] found.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ShutdownReport {
-    /// Live processes that were sent a cancel event.
+    /// Live processes that were sent a cancel event (none when the
+    /// timeout is zero: see [`Scheduler::shutdown`]).
     pub cancelled: usize,
     /// Processes that ended by themselves during the shutdown (any outcome
     /// but `Shutdown`), before or after the timeout.
@@ -348,6 +349,13 @@ impl<P: Process> Scheduler<P> {
     /// for them to end; then closes the rest by force, stops the workers and
     /// joins them. Calling it again returns the first report.
     ///
+    /// A zero `timeout` sends no cancels: every live process is closed by
+    /// force at once (outcome
+    /// [`ProcessError::Shutdown`](crate::process::ProcessError::Shutdown),
+    /// counted in [`ShutdownReport::forced`]), as OTP's `brutal_kill`; no
+    /// step starts after the call, and a step already running ends first.
+    /// `Drop` does this.
+    ///
     /// It returns soon after the last process has ended, not at the
     /// timeout: the calling thread parks between its looks at the live
     /// count, and a worker that runs out of work wakes it. (Like any code
@@ -373,15 +381,25 @@ impl<P: Process> Scheduler<P> {
         shared.set_phase(phase::STOPPING);
         shared.trace_phase("stopping");
         let mut report = ShutdownReport::default();
-        for slot in shared.table.slots() {
-            let state = slot.state.load();
-            if matches!(state.lifecycle(), Lifecycle::Free | Lifecycle::Complete) {
-                continue;
-            }
-            let pid = Pid::new(slot.pid().index(), state.generation());
-            let cancel = Event::Cancel(Cancel::Shutdown);
-            if shared.deliver_remote(pid, cancel, Wake::Completion).is_ok() {
-                report.cancelled += 1;
+        // With no grace the cancels are skipped: a step could see one only
+        // by racing the forced closes just below, and each costs a node and
+        // a wake. The closes' scan (`close_waiting`) reaches every process
+        // a creator has not withdrawn, as this one would (the phase pair),
+        // and a process it finds Ready or Running is closed at its next
+        // start or its step's end (loom, `state.rs`:
+        // `forced_scan_racing_a_withdraw_never_queues_the_withdrawn_process`).
+        let brutal = timeout.is_zero();
+        if !brutal {
+            for slot in shared.table.slots() {
+                let state = slot.state.load();
+                if matches!(state.lifecycle(), Lifecycle::Free | Lifecycle::Complete) {
+                    continue;
+                }
+                let pid = Pid::new(slot.pid().index(), state.generation());
+                let cancel = Event::Cancel(Cancel::Shutdown);
+                if shared.deliver_remote(pid, cancel, Wake::Completion).is_ok() {
+                    report.cancelled += 1;
+                }
             }
         }
         // After the cancels, so that a process usually sees its cancelled
@@ -395,10 +413,12 @@ impl<P: Process> Scheduler<P> {
         // was admitted is counted from before its admission, and the phase
         // pair (`phase.rs`) makes the scan above cancel it.
         let mut left = 0;
-        if !shared
-            .stopping
-            .wait_until(deadline, || shared.table.live() == 0)
-        {
+        let all_ended = if brutal {
+            shared.table.live() == 0
+        } else {
+            (shared.stopping).wait_until(deadline, || shared.table.live() == 0)
+        };
+        if !all_ended {
             report.timed_out = true;
             shared.set_phase(phase::FORCING);
             shared.trace_phase("forcing");
@@ -557,9 +577,9 @@ impl<P: Process> Scheduler<P> {
 }
 
 impl<P: Process> Drop for Scheduler<P> {
-    /// Shuts down with no grace period: processes get a cancel event and are
-    /// then closed by force. Call [`Scheduler::shutdown`] first to give them
-    /// time.
+    /// Shuts down with no grace period (`shutdown(Duration::ZERO)`): every
+    /// live process is closed by force, without a cancel event or another
+    /// step. Call [`Scheduler::shutdown`] first to give them time.
     fn drop(&mut self) {
         self.shutdown(Duration::ZERO);
     }
