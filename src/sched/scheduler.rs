@@ -352,9 +352,10 @@ impl<P: Process> Scheduler<P> {
     /// A zero `timeout` sends no cancels: every live process is closed by
     /// force at once (outcome
     /// [`ProcessError::Shutdown`](crate::process::ProcessError::Shutdown),
-    /// counted in [`ShutdownReport::forced`]), as OTP's `brutal_kill`; no
-    /// step starts after the call, and a step already running ends first.
-    /// `Drop` does this.
+    /// counted in [`ShutdownReport::forced`]), as OTP's `brutal_kill`. A
+    /// step already running (or one a worker starts as the call begins)
+    /// ends first; once the forced closes begin, right away, no process
+    /// is stepped again. `Drop` does this.
     ///
     /// It returns soon after the last process has ended, not at the
     /// timeout: the calling thread parks between its looks at the live
@@ -578,8 +579,8 @@ impl<P: Process> Scheduler<P> {
 
 impl<P: Process> Drop for Scheduler<P> {
     /// Shuts down with no grace period (`shutdown(Duration::ZERO)`): every
-    /// live process is closed by force, without a cancel event or another
-    /// step. Call [`Scheduler::shutdown`] first to give them time.
+    /// live process is closed by force, without a cancel event. Call
+    /// [`Scheduler::shutdown`] first to give them time.
     fn drop(&mut self) {
         self.shutdown(Duration::ZERO);
     }
