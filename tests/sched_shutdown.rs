@@ -324,19 +324,13 @@ fn a_shutdown_with_no_grace_closes_every_process_by_force_without_a_cancel() {
     let handles = start_n(&scheduler, &tally, "finish_on_cancel", N);
     held.wait_for("every command to be held", N);
     let report = scheduler.shutdown(Duration::ZERO);
-    assert_eq!(
-        report,
-        ShutdownReport {
-            cancelled: 0,
-            completed: 0,
-            forced: N,
-            stuck: 0,
-            timed_out: true,
-            blocking_cancelled: 0,
-            blocking_abandoned: 0,
-            timers_cancelled: 0,
-        }
-    );
+    // Every other count zero: none cancelled, none completed.
+    let forced = ShutdownReport {
+        forced: N,
+        timed_out: true,
+        ..ShutdownReport::default()
+    };
+    assert_eq!(report, forced);
     assert_all_shut_down(handles);
     assert_eq!(tally.shutdown_cancels(), 0, "a step saw a cancel");
     assert_eq!(tally.first_steps.load(Ordering::SeqCst), N);

@@ -412,14 +412,14 @@ impl<P: Process> Scheduler<P> {
         // look may see that transient 1 (it reported a clean shutdown as
         // timed out, under TSan). A zero seen here is final: a process that
         // was admitted is counted from before its admission, and the phase
-        // pair (`phase.rs`) makes the scan above cancel it.
+        // pair (`phase.rs`) makes the scan above cancel it (or, with a zero
+        // timeout, the forced scan below close it).
         let mut left = 0;
-        let all_ended = if brutal {
-            shared.table.live() == 0
-        } else {
-            (shared.stopping).wait_until(deadline, || shared.table.live() == 0)
-        };
-        if !all_ended {
+        // (With a zero timeout the deadline has passed: one look.)
+        if !shared
+            .stopping
+            .wait_until(deadline, || shared.table.live() == 0)
+        {
             report.timed_out = true;
             shared.set_phase(phase::FORCING);
             shared.trace_phase("forcing");
