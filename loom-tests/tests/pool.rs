@@ -1,7 +1,10 @@
-//! loom model of the node pool's live count (`stepsched::mpsc::pool::Live`):
+//! loom models of the node pool's live count (`stepsched::mpsc::pool::Live`):
 //! a block is freed exactly once, and only after every use of every node
 //! of it, on whatever thread (the invariant *freed after last use* in
-//! `src/mpsc/pool.rs`).
+//! `src/mpsc/pool.rs`); and of its spare blocks
+//! (`stepsched::mpsc::pool::Spares`, `src/mpsc/pool/spares.rs`): a freed
+//! block kept spare is handed to one taker, once, and reused only after
+//! its last use on the thread that freed it.
 //!
 //! The block is modelled by its count and one loom cell per node; "using"
 //! a node writes its cell, and freeing the block writes every cell (as a
@@ -23,7 +26,7 @@ use loom::cell::UnsafeCell;
 use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
-use stepsched::mpsc::pool::Live;
+use stepsched::mpsc::pool::{Live, Spares};
 
 /// A block of four nodes, as the pool lays it out: the count, then the
 /// nodes.
@@ -87,5 +90,96 @@ fn last_free_races_a_free_and_the_retire() {
         block.give_back(1);
         holders.into_iter().for_each(|h| h.join().unwrap());
         assert_eq!(block.freed.load(Ordering::SeqCst), 1, "freed once");
+    });
+}
+
+/// A block's memory in the spares models: one cell, written by each of
+/// its users in turn (the freeing thread's last use, the taker's new
+/// header), and by an unmap.
+struct Memory(UnsafeCell<u64>);
+
+impl Memory {
+    fn new() -> Arc<Memory> {
+        Arc::new(Memory(UnsafeCell::new(0)))
+    }
+
+    /// Its address: what the spares hold (never dereferenced here).
+    fn address(&self) -> *mut u8 {
+        self as *const Memory as *mut u8
+    }
+
+    fn write(&self, value: u64) {
+        // SAFETY: the writer holds the block (what the model checks).
+        self.0.with_mut(|p| unsafe { *p = value });
+    }
+}
+
+/// One thread frees a block (its last use, then `put`) while another
+/// takes a block for its next carving (`take`, then the new header's
+/// write, if it got one). When the take finds the block, the taker's write
+/// comes after the freer's last use. Fails with `put`'s Release or
+/// `take`'s Acquire weakened to Relaxed: a causality violation on the
+/// block's cell.
+#[test]
+fn a_block_put_by_one_thread_is_reused_by_another_only_after_its_last_use() {
+    loom::model(|| {
+        let spares: Arc<Spares<1>> = Arc::new(Spares::new());
+        let block = Memory::new();
+        let freer = {
+            let (spares, block) = (Arc::clone(&spares), Arc::clone(&block));
+            thread::spawn(move || {
+                block.write(1);
+                assert!(spares.put(block.address()), "the one place was empty");
+            })
+        };
+        if let Some(taken) = spares.take() {
+            assert_eq!(taken, block.address());
+            block.write(2);
+        }
+        freer.join().unwrap();
+    });
+}
+
+/// Two threads free a block each into one place while a third takes: a
+/// block is handed out once, only if its put succeeded, and a block whose
+/// put was refused stays its freer's (who unmaps it: writes its cell)
+/// and is never taken (else the taker's write races the unmap). What is
+/// left in the place afterwards is exactly the puts not yet taken.
+#[test]
+fn racing_puts_and_a_take_hand_each_kept_block_out_once() {
+    loom::model(|| {
+        let spares: Arc<Spares<1>> = Arc::new(Spares::new());
+        let blocks = [Memory::new(), Memory::new()];
+        let freers: Vec<_> = blocks
+            .iter()
+            .map(|block| {
+                let (spares, block) = (Arc::clone(&spares), Arc::clone(block));
+                thread::spawn(move || {
+                    block.write(1);
+                    let kept = spares.put(block.address());
+                    if !kept {
+                        block.write(0); // unmapped
+                    }
+                    kept
+                })
+            })
+            .collect();
+        let mut taken: Vec<*mut u8> = spares.take().into_iter().collect();
+        let kept: Vec<bool> = freers.into_iter().map(|f| f.join().unwrap()).collect();
+        taken.extend(spares.take());
+        assert_eq!(spares.take(), None, "one place");
+        for (block, kept) in blocks.iter().zip(kept) {
+            let times = taken.iter().filter(|&&t| t == block.address()).count();
+            assert_eq!(
+                times,
+                usize::from(kept),
+                "a kept block taken once, a refused one never"
+            );
+        }
+        for block in &blocks {
+            if taken.contains(&block.address()) {
+                block.write(2);
+            }
+        }
     });
 }

@@ -1,5 +1,5 @@
 //! The mailbox nodes' own memory: 16 KiB blocks, carved by each thread for
-//! itself and given back to the system whole.
+//! itself and given back whole, to a few spare places or to the system.
 //!
 //! # Why
 //!
@@ -13,8 +13,9 @@
 //! frees a lot *in that arena* again. No call of the crate's could give
 //! them back short of a process-wide `malloc_trim`, and even that leaves
 //! each thread arena's top. So the crate owns the nodes' memory: blocks it
-//! maps itself and unmaps as soon as the last of their nodes is freed,
-//! whatever thread allocated them and whatever the allocator's tunables.
+//! maps itself and unmaps as soon as the last of their nodes is freed
+//! (but for the few it keeps spare, below), whatever thread allocated them
+//! and whatever the allocator's tunables.
 //! After the same flood the RSS is now back to within a few MiB (figures in
 //! `examples/flood.rs`).
 //!
@@ -53,14 +54,23 @@
 //!   anything). Elsewhere, and under Miri, they come from `std::alloc`
 //!   with a 16 KiB alignment. Under loom nodes stay `Box`es (`node.rs`):
 //!   loom models the queues' atomics, not this allocator; the live count
-//!   has a model of its own.
+//!   and the spares have models of their own.
+//! - **Spares.** A freed block is first offered to the pool's spare places
+//!   ([`Spares`], 16 of them, `pool/spares.rs`), and a worker that needs a
+//!   block takes a spare one before it maps one: where nodes flow one way
+//!   between workers (one carves, the other frees), the carver reuses the
+//!   blocks the other frees instead of mapping each anew, and the system
+//!   calls, page faults and TLB shootdowns of that flow go away. Only a
+//!   block freed with every place taken is unmapped. Threads outside the
+//!   workers map their blocks anew (`take_spares_on_this_thread` says why).
 //!
 //! # What it costs, what it keeps
 //!
 //! Nodes are never reused inside a block: reuse is the node caches' work
 //! (a worker's [`NodeCache`](super::NodeCache), the scheduler's depot), so
 //! the pool is only called on a cache miss, and a block costs one `mmap`
-//! and two or three `munmap`s per 255 such misses. The price is that one node
+//! and two or three `munmap`s per 255 such misses (none when a spare
+//! serves; the spares keep 256 KiB at most). The price is that one node
 //! still in use keeps its whole block: each mailbox's stub, the nodes a
 //! worker caches (up to 16,384) and the depot's (4,096). Those are not side
 //! by side: the caches and the depot hand nodes round between the workers
@@ -78,6 +88,14 @@ use core::cell::Cell;
 use core::ptr;
 
 use crate::sync::{AtomicUsize, Ordering};
+
+mod spares;
+#[doc(hidden)]
+pub use spares::Spares;
+
+/// Free blocks kept for the next ones (`pool/spares.rs`).
+#[cfg(not(loom))]
+static SPARES: Spares<{ spares::SPARE_BLOCKS }> = Spares::new();
 
 /// The bytes of a block, and its alignment.
 pub(crate) const BLOCK: usize = 16 * 1024;
@@ -209,9 +227,13 @@ unsafe fn give_back(header: *mut Header, n: usize) {
     if unsafe { (*header).live.give_back(n) } {
         #[cfg(test)]
         counts::unmapped();
-        // SAFETY: the count reached zero here: no node of the block is in
-        // use and its carver has retired it, so it is ours alone.
-        unsafe { os::unmap(header.cast()) };
+        // The count reached zero here: no node of the block is in use and
+        // its carver has retired it, so it is ours alone.
+        if !SPARES.put(header.cast()) {
+            // SAFETY: as just said; every place taken, so nothing else
+            // will use it either.
+            unsafe { os::unmap(header.cast()) };
+        }
     }
 }
 
@@ -226,14 +248,21 @@ fn header_of(node: *mut u8) -> *mut Header {
     node.wrapping_sub(offset).cast()
 }
 
-/// Maps a block for `class` and writes its header; returns its first node.
+/// Takes a block for `class` (a spare one, else a newly mapped one) and
+/// writes its header; returns its first node.
 #[cfg(not(loom))]
 fn new_block(class: usize) -> *mut u8 {
-    let block = os::map();
+    let spare = if TAKES_SPARES.try_with(Cell::get).unwrap_or(false) {
+        SPARES.take()
+    } else {
+        None
+    };
+    let block = spare.unwrap_or_else(os::map);
     #[cfg(test)]
     counts::mapped();
-    // SAFETY: a fresh block of `BLOCK` bytes, aligned to `BLOCK`, ours
-    // alone; the header fits at its start.
+    // SAFETY: a block of `BLOCK` bytes, aligned to `BLOCK`, ours alone (a
+    // new mapping, or a spare whose last use happens before `take`); the
+    // header fits at its start.
     unsafe {
         block.cast::<Header>().write(Header {
             live: Live::new(per_block(class)),
@@ -320,6 +349,30 @@ impl Drop for Carvers {
 #[cfg(not(loom))]
 std::thread_local! {
     static CARVERS: Carvers = const { Carvers([const { Carver::empty() }; CLASSES.len()]) };
+    /// Whether this thread's new blocks may be spare ones
+    /// ([`take_spares_on_this_thread`]). No destructor.
+    static TAKES_SPARES: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Lets this thread's new blocks be spare ones (`pool/spares.rs`): called
+/// by the scheduler's workers as they start. Any thread gives the blocks
+/// it frees to the spares; only such threads take them, and every other
+/// thread maps its blocks anew.
+///
+/// Why not every thread: where nodes flow between workers (one carves,
+/// the other frees), the carver taking the freed blocks made the `links`
+/// bench's `apart` pairs faster (median 128 -> 77 ns a pair, eight runs
+/// each); but a sender outside the workers that took the blocks its
+/// consumer freed made the `flood` bench slower (median 74 -> 95 ns a
+/// message, 18 and 14 runs), although it then made a twelfth of the
+/// `mmap`s. How is not pinned down: not the first writes' misses on lines
+/// the consumer last held (prefetching each line of a taken block for
+/// writing did not help: 86-92 ns). With only workers taking, the flood
+/// is as before (72-81 against 76-81 ns, four runs each).
+#[cfg(not(loom))]
+pub(crate) fn take_spares_on_this_thread() {
+    // A thread whose thread-locals are being torn down keeps mapping.
+    let _ = TAKES_SPARES.try_with(|takes| takes.set(true));
 }
 
 /// Where blocks come from: the heap's functions come in by a glob, and the
@@ -452,8 +505,9 @@ mod heap {
     }
 }
 
-/// Blocks mapped and unmapped by this thread (tests only: each test
-/// counts on threads of its own, so tests running beside it do not count).
+/// Blocks taken (mapped, or spare) and freed (kept as a spare, or
+/// unmapped) by this thread (tests only: each test counts on threads of
+/// its own, so tests running beside it do not count).
 #[cfg(test)]
 mod counts {
     use core::cell::Cell;

@@ -212,6 +212,8 @@ impl<P: Process> Local<P> {
 
     /// The worker thread's body.
     pub(crate) fn run(mut self) {
+        #[cfg(not(loom))]
+        crate::mpsc::pool::take_spares_on_this_thread();
         let shared = Arc::clone(&self.shared);
         shared.hooks.thread_start(self.index);
         let config = &shared.config;

@@ -42,6 +42,9 @@ pub const MAP: &[(&str, &[&str])] = &[
     // its nodes and its carver retires it (kills the Release and the
     // Acquire fence).
     ("src/mpsc/pool.rs", &["loom:pool"]),
+    // Its spare blocks: `loom:pool` hands a block from its freer to a
+    // taker (kills `Spares::put`'s Release and `take`'s Acquire).
+    ("src/mpsc/pool/", &["loom:pool"]),
     // The MPSC queue and its users (mailbox, global queue) are loom-built.
     // `loom:drain`: the shutdown drain pops a mailbox that the close popped
     // on another thread while a late sender pushes (kills the link's
