@@ -11,13 +11,13 @@
 //! of a block the other worker had touched made the kernel interrupt that
 //! worker to flush its TLB. In the `links` bench's `apart` shape (issue 12:
 //! monitor and demonitor requests from one worker to processes on the
-//! other) that was 2,815 `mmap`s and 5,586 `munmap`s for 4M requests,
-//! and the kernel's share of the samples (TLB shootdowns, page faults, the
-//! mapping lock) was a fifth; with a few free blocks kept, the carving
-//! worker takes the block the other just freed, and those calls nearly
-//! vanish (figures in the README, "Measured"). Any thread puts the blocks
-//! it frees here; only the workers take them (`take_spares_on_this_thread`
-//! in `pool.rs` says why).
+//! other) that was 4,144 `mmap`s, 8,241 `munmap`s and 16,616 page faults
+//! for 4M requests (`perf stat`), and about a sixth of the samples were
+//! the kernel's TLB shootdowns, mapping lock and page faults; with a few
+//! free blocks kept, the carving worker takes the block the other just
+//! freed: 486, 909 and 1,984 (figures in the README, "Measured"). Any
+//! thread puts the blocks it frees here; only the workers take them
+//! (`take_spares_on_this_thread` in `pool.rs` says why).
 //!
 //! # What it keeps
 //!
@@ -40,8 +40,8 @@ use crate::sync::{AtomicPtr, Ordering};
 use core::ptr;
 
 /// The most free blocks the pool keeps (see the module docs): 16 of 16
-/// KiB. With 4, the `apart` shape still made 957-1,232 `mmap`s (two runs);
-/// with 8, 465; with 16, 207-308, most of them the start's.
+/// KiB. Under `strace`, the `apart` shape made 2,815 `mmap`s with none;
+/// with 4, 957-1,232 (two runs); with 8, 465; with 16, 207-308.
 pub(crate) const SPARE_BLOCKS: usize = 16;
 
 /// Up to `N` free blocks, each in a place of its own (module docs). Lock-
