@@ -35,6 +35,11 @@
 //! [`Spares::take`]'s Acquire carry that on to the thread that takes it and
 //! writes its new header and nodes. Built under loom for its model
 //! (`loom-tests/tests/pool.rs`); the pool's static instance is not.
+//!
+//! The global queue's slabs keep a spare block by the same pair of
+//! orderings (`block.rs`, `put_spare`), one per queue, a new spare
+//! replacing the old; here there are several places, and a block that
+//! finds them all taken is the one given back.
 
 use crate::sync::{AtomicPtr, Ordering};
 use core::ptr;
