@@ -361,14 +361,15 @@ std::thread_local! {
 ///
 /// Why not every thread: where nodes flow between workers (one carves,
 /// the other frees), the carver taking the freed blocks made the `links`
-/// bench's `apart` pairs faster (median 128 -> 77 ns a pair, eight runs
-/// each); but a sender outside the workers that took the blocks its
-/// consumer freed made the `flood` bench slower (median 74 -> 95 ns a
-/// message, 18 and 14 runs), although it then made a twelfth of the
-/// `mmap`s. How is not pinned down: not the first writes' misses on lines
-/// the consumer last held (prefetching each line of a taken block for
-/// writing did not help: 86-92 ns). With only workers taking, the flood
-/// is as before (72-81 against 76-81 ns, four runs each).
+/// bench's `apart` pairs faster (median 109 -> 82 ns a pair, eight
+/// alternations of the builds before and after); but a sender outside the
+/// workers that took the blocks its consumer freed made the `flood` bench
+/// slower (median 74 -> 95 ns a message, 18 and 14 runs), although it then
+/// made a twelfth of the `mmap`s. How is not pinned down: not the first
+/// writes' misses on lines the consumer last held (prefetching each line
+/// of a taken block for writing did not help: 86-92 ns). With only
+/// workers taking, the flood is as before (median 74.5 against 74.7 ns,
+/// five alternations).
 #[cfg(not(loom))]
 pub(crate) fn take_spares_on_this_thread() {
     // A thread whose thread-locals are being torn down keeps mapping.
