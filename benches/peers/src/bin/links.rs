@@ -21,7 +21,16 @@
 //! - `chain`: a chain of 1,000 linked processes torn down from its head,
 //!   per process: from the head's failing step to the last close. tokio: a
 //!   chain of detached tasks, each awaiting the previous one's `oneshot`
-//!   sender being dropped and then dropping its own.
+//!   sender being dropped and then dropping its own, from the head task's
+//!   end to the last one's. Both sides start alike: every link waits and
+//!   both workers have gone idle (tokio's tasks count their first polls;
+//!   ours are seen through `stats()`, not `processes()`, whose scan of
+//!   every slot from the main thread would leave the slots' lines in its
+//!   core's cache for the teardown to fetch back); the clock starts in
+//!   the head itself, not where the main thread tells it to end, a
+//!   hand-off that wakes a parked worker (20-100 µs here), which is not
+//!   the teardown and, spread over 1,000 processes, read as 20-100 ns a
+//!   process; the main thread then blocks until the last one ends.
 //!
 //! The BEAM side, the same three shapes on Erlang/OTP with two schedulers
 //! (`apt-get install erlang-base`):
@@ -103,6 +112,10 @@ struct Bench {
 /// reading through its `JoinHandle`, and counts nothing either).
 static STAMP: AtomicU64 = AtomicU64::new(0);
 
+/// Where a chain's head stamps the clock in its failing step: the chain's
+/// start, read by the hook that sees the last link close.
+static FAILED: AtomicU64 = AtomicU64::new(0);
+
 #[derive(Clone, Copy)]
 enum Msg {
     Finish,
@@ -130,7 +143,10 @@ impl Process for Bench {
         for event in events.drain(..) {
             match event {
                 Event::Message(Msg::Finish) | Event::Cancel(_) => out.done(()),
-                Event::Message(Msg::Fail) => return Err(()),
+                Event::Message(Msg::Fail) => {
+                    FAILED.store(now_ns(self.base), Ordering::Relaxed);
+                    return Err(());
+                }
                 Event::Down { .. } => down = true,
                 _ => {}
             }
@@ -327,21 +343,24 @@ fn stepsched_chain() -> f64 {
     // The hook looks for the last link's close alone (one Relaxed load per
     // close), as tokio's last task alone stamps the clock: a count of
     // every close (an RMW on one shared word per process, from both
-    // workers) would be a cost the tokio side does not pay.
+    // workers) would be a cost the tokio side does not pay. It hands the
+    // stamp to the main thread through a channel the main thread blocks
+    // on, as tokio's `block_on` blocks: a main thread polling for it would
+    // take a core from the two workers.
     let last_pid = Arc::new(AtomicU64::new(u64::MAX));
-    let failed_at = Arc::new(Mutex::new(None::<Instant>));
-    let last_close = Arc::new(Mutex::new(None::<Instant>));
-    let (lp, l) = (Arc::clone(&last_pid), Arc::clone(&last_close));
+    let (closed, last_close) = std::sync::mpsc::channel::<u64>();
+    let closed = Mutex::new(closed);
+    let lp = Arc::clone(&last_pid);
+    let base = Instant::now();
     let s: Scheduler<Bench> = Scheduler::builder()
         .workers(2)
         .on_complete(move |pid, _| {
             if pid.into_raw() == lp.load(Ordering::Relaxed) {
-                *l.lock().unwrap() = Some(Instant::now());
+                let _ = closed.lock().unwrap().send(now_ns(base));
             }
         })
         .build()
         .unwrap();
-    let base = Instant::now();
     let mut prev = None;
     let mut head = None;
     for _ in 0..CHAIN {
@@ -353,54 +372,88 @@ fn stepsched_chain() -> f64 {
         head.get_or_insert(pid);
         prev = Some(pid);
     }
-    while s
-        .processes()
-        .iter()
-        .map(|p| p.links as usize)
-        .sum::<usize>()
-        < 2 * (CHAIN - 1)
-    {
+    // Wait for the links to be set without reading the processes
+    // (`processes()` reads every slot: a scan from the main thread just
+    // before the teardown left each slot's lines shared with its core, so
+    // that the teardown's writes each waited for a cross-core
+    // invalidation, where tokio's tasks' cells are held by the workers
+    // alone): the first steps are done and both workers sleep, twice in a
+    // row. That the chain was whole is checked at its end: its last link
+    // closes only when an exit reached it.
+    let settled = || {
+        let st = s.stats();
+        st.total().steps >= CHAIN as u64 && st.sleeping == 2
+    };
+    while !(settled() && {
+        std::thread::sleep(Duration::from_millis(1));
+        settled()
+    }) {
         std::thread::sleep(Duration::from_millis(1));
     }
     last_pid.store(prev.unwrap().into_raw(), Ordering::Relaxed);
-    *failed_at.lock().unwrap() = Some(Instant::now());
+    // The clock starts in the head's failing step (`FAILED`), not here:
+    // the send wakes a parked worker, a thread wake-up of 20-100 µs on a
+    // VM that tokio's side does not time either.
     s.send(head.unwrap(), Msg::Fail).ok().unwrap();
-    // The last link's close stamps: wait for the stamp.
-    let last = loop {
-        if let Some(at) = *last_close.lock().unwrap() {
-            break at;
-        }
-        std::thread::yield_now();
-    };
-    let took = last - failed_at.lock().unwrap().unwrap();
+    let last = last_close
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the chain's last link never closed: a link was not set");
+    let took = last - FAILED.load(Ordering::Relaxed);
     s.shutdown(Duration::from_secs(5));
-    took.as_nanos() as f64 / CHAIN as f64
+    took as f64 / CHAIN as f64
 }
 
 fn tokio_chain(rt: &tokio::runtime::Runtime) -> f64 {
+    // Each task counts itself as it first runs (outside the timed window),
+    // so that the head is told to end only once every link waits, as ours
+    // once every link is set: a teardown that overtook tasks not yet
+    // polled would time part of the set-up.
+    let waiting = Arc::new(AtomicU64::new(0));
+    let link = move |w: &Arc<AtomicU64>| {
+        w.fetch_add(1, Ordering::Relaxed);
+    };
     rt.block_on(async {
-        let (head_tx, mut rx) = tokio::sync::oneshot::channel::<()>();
-        for _ in 1..CHAIN {
+        let base = Instant::now();
+        let (head_tx, head_rx) = tokio::sync::oneshot::channel::<()>();
+        let (tx, mut rx) = tokio::sync::oneshot::channel::<()>();
+        // The head: the clock starts as it ends, as ours starts in the
+        // head's failing step.
+        let w = Arc::clone(&waiting);
+        drop(tokio::spawn(async move {
+            link(&w);
+            let _ = head_rx.await;
+            FAILED.store(now_ns(base), Ordering::Relaxed);
+            drop(tx);
+        }));
+        for _ in 2..CHAIN {
             let (tx, next_rx) = tokio::sync::oneshot::channel::<()>();
             // Detached, as a stepsched process with no joiner: each task's
             // memory goes back as it ends, inside the timed window, as a
             // closed process's does. (Holding the `JoinHandle`s kept every
             // task's cell alive until after the clock stopped.)
+            let w = Arc::clone(&waiting);
             drop(tokio::spawn(async move {
+                link(&w);
                 let _ = rx.await; // the previous link ended
                 drop(tx);
             }));
             rx = next_rx;
         }
+        let w = Arc::clone(&waiting);
         let last = tokio::spawn(async move {
+            link(&w);
             let _ = rx.await;
-            Instant::now()
+            now_ns(base)
         });
-        tokio::task::yield_now().await;
-        let start = Instant::now();
-        drop(head_tx); // the head ends
+        // As ours: every link waits, and the workers have gone idle. (This
+        // future runs on the main thread, not on a worker: it may block.)
+        while waiting.load(Ordering::Relaxed) < CHAIN as u64 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        std::thread::sleep(Duration::from_millis(2));
+        drop(head_tx); // the head is told to end
         let end = last.await.unwrap();
-        (end - start).as_nanos() as f64 / CHAIN as f64
+        (end - FAILED.load(Ordering::Relaxed)) as f64 / CHAIN as f64
     })
 }
 
