@@ -47,6 +47,13 @@ enum Msg {
     SpawnAndMonitor,
     /// Panic on the next `Down`.
     PanicOnDown,
+    /// End this step waiting for a completion (`Status::Wait`: Blocked),
+    /// which only completions (a `Down` is one) wake.
+    Wait,
+    /// Send `.0` the notes 0, 1, ... (`.1` of them), then finish.
+    NotesThenFinish(Pid, u32),
+    /// A note, logged in `Log::order` by its receiver.
+    Note(u32),
 }
 
 /// Every `Down` any node saw: (watcher, target, reason), and `Down`s that
@@ -55,6 +62,9 @@ enum Msg {
 struct Log {
     downs: Mutex<Vec<(Pid, Pid, ExitReason)>>,
     after_demonitor: Mutex<Vec<(Pid, Pid)>>,
+    /// Notes and `Down`s in the order each receiver's steps saw them:
+    /// (receiver, `Some(note)` or `None` for a `Down`).
+    order: Mutex<Vec<(Pid, Option<u32>)>>,
 }
 
 impl Log {
@@ -163,8 +173,15 @@ impl Process for Node {
                     out.monitor(child);
                 }
                 Event::Message(Msg::PanicOnDown) => self.panic_on_down = true,
+                Event::Message(Msg::Wait) => out.set_status(Status::Wait),
+                Event::Message(Msg::NotesThenFinish(to, n)) => {
+                    (0..n).for_each(|i| out.send(to, Msg::Note(i)));
+                    out.done(());
+                }
+                Event::Message(Msg::Note(i)) => self.log.order.lock().unwrap().push((me, Some(i))),
                 Event::Cancel(_) => out.done(()),
                 Event::Down { pid, reason } => {
+                    self.log.order.lock().unwrap().push((me, None));
                     if self.demonitored.contains(&pid) {
                         self.log.after_demonitor.lock().unwrap().push((me, pid));
                     }
@@ -270,6 +287,81 @@ fn each_way_of_ending_is_told_with_its_reason() {
         0,
         "each Down ends its monitor"
     );
+}
+
+/// A watcher waiting for a completion (Blocked) is woken by its `Down`, as
+/// by any completion (a worker claims it and hands the `Down` over, or
+/// pushes it and notifies); a monitor request, which wakes only an idle
+/// target, leaves a Blocked one asleep, and its end still tells the
+/// watcher (its `close` drains the request).
+#[test]
+fn a_blocked_watcher_is_woken_by_its_down_and_a_blocked_target_is_not_by_a_request() {
+    let s = scheduler();
+    let log = Arc::new(Log::default());
+    let w = spawn(&s, &log);
+    let t = spawn(&s, &log);
+    let blocked = |p: Pid| info(&s, p).is_some_and(|i| i.state == Lifecycle::Blocked);
+    s.send(w.pid(), Msg::Monitor(t.pid())).unwrap();
+    wait_until("the monitor is registered", || {
+        info(&s, t.pid()).is_some_and(|i| i.monitored_by == 1)
+    });
+    s.send(w.pid(), Msg::Wait).unwrap();
+    wait_until("the watcher waits", || blocked(w.pid()));
+    s.send(t.pid(), Msg::Finish).unwrap();
+    wait_until("the Down", || log.count() == 1);
+    assert_eq!(log.downs_of(w.pid()), vec![(t.pid(), ExitReason::Done)]);
+
+    // A Blocked target: a second watcher's request does not wake it.
+    let v = spawn(&s, &log);
+    let u = spawn(&s, &log);
+    s.send(u.pid(), Msg::Wait).unwrap();
+    wait_until("the target waits", || blocked(u.pid()));
+    let steps = info(&s, u.pid()).unwrap().steps;
+    s.send(v.pid(), Msg::Monitor(u.pid())).unwrap();
+    wait_until("the watcher has sent its request", || {
+        info(&s, v.pid()).is_some_and(|i| i.monitors == 1)
+    });
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let now = info(&s, u.pid()).unwrap();
+    assert_eq!((now.state, now.steps), (Lifecycle::Blocked, steps));
+    s.terminate(u.pid()).unwrap();
+    wait_until("its Down", || log.count() == 2);
+    assert_eq!(
+        log.downs_of(v.pid()),
+        vec![(u.pid(), ExitReason::Terminated)]
+    );
+}
+
+/// A Blocked watcher holds messages its target sent before it ended
+/// (messages do not wake it); the target's `Down` claims it, and comes
+/// after every one of them, also when the watcher's steps take them two
+/// at a time (`max_events_per_step(2)`): the handed-over `Down` waits for
+/// the step that drains the mailbox, as it would behind them in it.
+#[test]
+fn a_down_handed_to_a_blocked_watcher_comes_after_its_targets_messages() {
+    let s: Scheduler<Node> = Scheduler::builder()
+        .workers(2)
+        .max_events_per_step(2)
+        .build()
+        .unwrap();
+    let log = Arc::new(Log::default());
+    let w = spawn(&s, &log);
+    let t = spawn(&s, &log);
+    s.send(w.pid(), Msg::Monitor(t.pid())).unwrap();
+    wait_until("the monitor is registered", || {
+        info(&s, t.pid()).is_some_and(|i| i.monitored_by == 1)
+    });
+    s.send(w.pid(), Msg::Wait).unwrap();
+    wait_until("the watcher waits", || {
+        info(&s, w.pid()).is_some_and(|i| i.state == Lifecycle::Blocked)
+    });
+    s.send(t.pid(), Msg::NotesThenFinish(w.pid(), 5)).unwrap();
+    wait_until("the Down", || log.count() == 1);
+    let order: Vec<Option<u32>> = (log.order.lock().unwrap().iter())
+        .filter(|(to, _)| *to == w.pid())
+        .map(|(_, e)| *e)
+        .collect();
+    assert_eq!(order, [Some(0), Some(1), Some(2), Some(3), Some(4), None]);
 }
 
 /// One step's requests to two targets, interleaved: each target gets its

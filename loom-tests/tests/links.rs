@@ -31,7 +31,7 @@ use loom::cell::UnsafeCell;
 use loom::sync::Arc;
 use loom::thread;
 use stepsched::mpsc::Mailbox;
-use stepsched::process::state::{Lifecycle, Notify, Start, StateWord, Wake};
+use stepsched::process::state::{AfterStep, Lifecycle, Notify, Park, Start, StateWord, Wake};
 use stepsched::process::{ExitReason, Pid};
 use stepsched::sched::links::{unanswered, Links, Received, Signal};
 
@@ -362,4 +362,81 @@ fn requests_pushed_under_one_notify_racing_the_end_are_answered_once_each() {
         let counts = w.links.with(|l| unsafe { &*l }.counts());
         assert_eq!(counts, (0, 0, 0), "a request left unanswered");
     });
+}
+
+/// `Local::send_signal` since a worker may claim a waiting process: the
+/// farewell's `Down` to W is handed straight to W's body if W waits
+/// (`StateWord::claim`: Idle -> Ready, the sender's to run), else pushed
+/// and notified as before. W's step, meanwhile, writes its `Links` and
+/// parks (`end_step`). Whichever way, W sees the `Down` exactly once, and
+/// no two threads hold W's body at once. A claim that does not acquire
+/// (its CAS weakened to Relaxed) fails this model: the claimer writes
+/// W's `Links` with no order after the step's write before the park.
+/// (T's worker is the spawned thread: with the roles the other way, loom
+/// never ran the park before the claim, and the model passed with the
+/// CAS weakened.)
+#[test]
+fn a_signal_handed_to_a_parking_process_is_received_once() {
+    loom::model(|| {
+        let (w, w_pid) = Slot::running(0);
+        let (t, t_pid) = Slot::running(1);
+        let other = pid(2, 1);
+        let _ = w.request(|l| l.monitor(w_pid, t_pid));
+        // SAFETY: no other thread yet: T's holder registers W.
+        let _ = t
+            .links
+            .with_mut(|l| unsafe { &mut *l }.receive(Signal::Monitor(w_pid)));
+        // T's worker: T ends; its farewell goes to W.
+        let closer = {
+            let w = Arc::clone(&w);
+            thread::spawn(move || {
+                let mut seen = 0;
+                for (to, signal) in t.close(t_pid, ExitReason::Done) {
+                    assert_eq!(to, w_pid);
+                    if w.state.claim(to.generation(), Wake::Completion) {
+                        // Claimed: the signal goes to W's body, and this
+                        // worker runs W.
+                        // SAFETY: claimed: we hold W until we queue it.
+                        let r = w.links.with_mut(|l| unsafe { &mut *l }.receive(signal));
+                        seen += w.run(w_pid, vec![r]);
+                        continue;
+                    }
+                    w.events.push((to.generation(), signal));
+                    match w.state.notify(to.generation(), Wake::Completion) {
+                        Notify::Schedule => seen += w.run(w_pid, Vec::new()),
+                        Notify::Nothing => {}
+                        Notify::Finished | Notify::Stale => unreachable!("W lives"),
+                    }
+                }
+                seen
+            })
+        };
+        // W's worker: the end of W's step (a write to its body), then the
+        // park; if a wakeup came during the step, it runs W again.
+        let _ = w.request(|l| l.monitor(w_pid, other));
+        let mut seen = match w.state.end_step(Park::Idle) {
+            AfterStep::Parked => 0,
+            AfterStep::Requeue => w.run(w_pid, Vec::new()),
+            AfterStep::Close => unreachable!("nothing terminates W"),
+        };
+        seen += closer.join().unwrap();
+        assert_eq!(seen, 1, "W saw T's Down {seen} times");
+        // SAFETY: every other thread has joined.
+        assert!(unsafe { w.events.pop() }.is_none(), "a Down left behind");
+    });
+}
+
+impl Slot {
+    /// A worker that holds `me` (queued, Ready) runs it: `start`, then its
+    /// events (`handed`, what a claimer received for it, and its
+    /// mailbox's); returns how many `Down`s its step sees.
+    fn run(&self, me: Pid, handed: Vec<Received>) -> usize {
+        assert_eq!(self.state.start(), Start::Step { last: false });
+        let (mut received, answers) = self.drain(me);
+        assert!(answers.is_empty());
+        received.extend(handed);
+        (received.iter())
+            .filter(|r| matches!(r, Received::Down(..)))
+            .count()
+    }
 }

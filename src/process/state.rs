@@ -351,6 +351,42 @@ impl StateWord {
         }
     }
 
+    /// Takes the waiting process of `generation` for the caller, as
+    /// [`notify`](Self::notify) would schedule it, but with nothing pushed:
+    /// `true` if it was Idle (or Blocked, for a [`Wake::Completion`]) and is
+    /// now Ready and the caller's to queue, its body the caller's until
+    /// then; `false`, with the word unchanged, otherwise (then push and
+    /// `notify` as usual). A worker hands a signal to a waiting process
+    /// this way without a mailbox node (`worker/signals.rs`).
+    #[inline]
+    pub fn claim(&self, generation: u32, kind: Wake) -> bool {
+        // Relaxed: a look; the CAS below decides, and acquires.
+        let mut s = Snapshot(self.0.load(Ordering::Relaxed));
+        loop {
+            let waiting = match s.lifecycle() {
+                Lifecycle::Idle => true,
+                Lifecycle::Blocked => matches!(kind, Wake::Completion),
+                _ => false,
+            };
+            if s.generation() != generation || !waiting {
+                return false;
+            }
+            let ready = s.with_lifecycle(Lifecycle::Ready);
+            // Acquire: pairs with the Release half of `end_step`'s CAS (the
+            // park that made it Idle or Blocked): the caller writes the
+            // body the last holder wrote (loom: `links.rs`,
+            // `a_signal_handed_to_a_parking_process_is_received_once`). No
+            // Release: the caller writes the body after this, and hands it
+            // on by queueing the process (its own `runnext`, or its deque's
+            // Release push). Relaxed on failure: decided again, and a
+            // `false` acts on nothing the word guards.
+            match (self.0).compare_exchange_weak(s.0, ready, Ordering::Acquire, Ordering::Relaxed) {
+                Ok(_) => return true,
+                Err(actual) => s = Snapshot(actual),
+            }
+        }
+    }
+
     /// Requests termination of the process of `generation`: a waiting
     /// process becomes Ready to be closed (the caller must queue it); a
     /// queued or running one takes one more step, with a cancel event.

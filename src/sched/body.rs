@@ -42,6 +42,9 @@ pub(crate) struct Extra<P: Process> {
     pub(crate) links: Option<Links>,
     /// Pending timers and command timeouts (`worker/timers.rs`).
     pub(crate) timers: Vec<super::timer::Record>,
+    /// A `Down` handed over by a worker that claimed the waiting process
+    /// (`Local::send_signal`), for its next step.
+    pub(crate) down: Option<(crate::process::Pid, crate::process::ExitReason)>,
 }
 
 impl<P: Process> Extra<P> {
@@ -50,13 +53,17 @@ impl<P: Process> Extra<P> {
             outside: None,
             links: None,
             timers: Vec::new(),
+            down: None,
         })
     }
 
     /// Whether it holds nothing, as a closed process's does once `close`
     /// has taken its parts (and freed its timers' vector).
     fn is_clear(&self) -> bool {
-        self.outside.is_none() && self.links.is_none() && self.timers.capacity() == 0
+        self.outside.is_none()
+            && self.links.is_none()
+            && self.timers.capacity() == 0
+            && self.down.is_none()
     }
 }
 
@@ -64,7 +71,7 @@ impl<P: Process> Extra<P> {
 /// takes one when it is first monitored or linked and gives it back at
 /// its close, so a worker closing such processes as fast as they are
 /// made (a chain torn down, a watcher spawning and watching children)
-/// allocates none. 1,024 of 144 bytes (with malloc's header, ~160 KiB) a
+/// allocates none. 1,024 of 168 bytes (with malloc's header, ~180 KiB) a
 /// worker at most, kept
 /// after a burst, so that a torn-down chain or supervision tree of up to
 /// a thousand frees nothing (with 64, a 1,000-link chain freed 936 parts,
@@ -128,11 +135,6 @@ impl<P: Process> Body<P> {
         self.extra.get_or_insert_with(|| spare.take())
     }
 
-    /// Its monitors and links, if it has used any.
-    pub(crate) fn links(&self) -> Option<&Links> {
-        self.extra.as_deref()?.links.as_ref()
-    }
-
     /// Its monitors and links, created on first use (in a spare extra part
     /// of the worker's, if it has one).
     pub(crate) fn links_mut(&mut self, spare: &mut SpareExtras<P>) -> &mut Links {
@@ -167,7 +169,7 @@ mod tests {
     /// A closed process's extra part, given back as `close` does (its links
     /// taken), is the very part the worker's next process gets: no `free`
     /// at the close, no `malloc` at the next use; and the spare list keeps
-    /// no more than its bound, ~150 KiB a worker at most.
+    /// no more than its bound, ~170 KiB a worker at most.
     #[test]
     fn a_closed_processs_extra_part_is_the_next_ones() {
         let mut spare = SpareExtras::new();
@@ -182,6 +184,6 @@ mod tests {
         assert!(next.links_mut(&mut spare).counts() == (0, 0, 0), "cleared");
         let again: *const Extra<Nop> = next.extra.as_deref().expect("taken");
         assert_eq!(again, part, "the same part, not a new one");
-        assert!(SPARE_EXTRAS * core::mem::size_of::<Extra<Nop>>() <= 160 << 10);
+        assert!(SPARE_EXTRAS * core::mem::size_of::<Extra<Nop>>() <= 176 << 10);
     }
 }

@@ -263,6 +263,30 @@ impl<P: Process> Shared<P> {
         }
     }
 
+    /// For a worker's signal to `pid`: its slot, if the process waits and
+    /// is now claimed for the caller ([`StateWord::claim`]: Ready, the
+    /// caller's to queue, nothing pushed), else `None` (then
+    /// [`deliver_signal`](Self::deliver_signal)).
+    ///
+    /// [`StateWord::claim`]: crate::process::state::StateWord::claim
+    ///
+    /// Not through [`admit`](Self::admit): the claim checks the generation
+    /// and the lifecycle itself, and its CAS alone acquires the body (an
+    /// Acquire load before it would hide a weakened CAS from the model).
+    #[inline]
+    pub(crate) fn claim(&self, pid: Pid, kind: Wake) -> Option<&Slot<P>> {
+        if self.phase() == phase::EXITING {
+            // Refused by `deliver_signal`, which answers it.
+            return None;
+        }
+        let slot = self.table.get(pid.index())?;
+        if !slot.state.claim(pid.generation(), kind) {
+            return None;
+        }
+        slot.stamp(self.clock.now());
+        Some(slot)
+    }
+
     /// The first half of [`deliver_signal`](Self::deliver_signal), for a
     /// step's many requests (`send_requests`): `signal` pushed into `pid`'s
     /// mailbox, not yet notified; the caller notifies each process it

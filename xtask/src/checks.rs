@@ -60,7 +60,8 @@ pub const MAP: &[(&str, &[&str])] = &[
     ),
     // `loom:dump`: the dump's first read of the state word (`load`'s Acquire);
     // `loom:bound`: `touch`, the meeting of a waiting sender and a holder;
-    // `loom:drain`: deliveries racing the close and the shutdown drain.
+    // `loom:drain`: deliveries racing the close and the shutdown drain;
+    // `loom:links`: `claim`, a worker handing a signal to a parking process.
     (
         "src/process/state.rs",
         &[
@@ -69,6 +70,7 @@ pub const MAP: &[(&str, &[&str])] = &[
             "loom:dump",
             "loom:bound",
             "loom:drain",
+            "loom:links",
         ],
     ),
     // `output.rs` reads the monitor's preemption request.

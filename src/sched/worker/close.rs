@@ -49,7 +49,12 @@ impl<P: Process> Local<P> {
             )
         };
         let outside = extra.as_mut().and_then(|e| e.outside.take());
-        let mut links = extra.as_mut().and_then(|e| e.links.take());
+        let mut links = extra.as_mut().and_then(|e| {
+            // A `Down` handed over for a step it will not take (closed at
+            // its start): dropped, as the `Down`s in its mailbox are.
+            e.down = None;
+            e.links.take()
+        });
         // Events the last step left or was not given: reported like those
         // still queued, except the cancels the scheduler itself made and
         // the `Down`s of its monitors.

@@ -9,7 +9,7 @@
 
 use super::Local;
 use crate::process::state::Wake;
-use crate::process::{ExitReason, LinkOp, Outcome, Pid, Process, ProcessError, Summary};
+use crate::process::{Event, ExitReason, LinkOp, Outcome, Pid, Process, ProcessError, Summary};
 use crate::sched::links::{self, Links, Received, Signal};
 use crate::sched::table::{Body, Slot, Task};
 use crate::sync::Ordering;
@@ -142,8 +142,30 @@ impl<P: Process> Local<P> {
     /// Sends `signal` to `to`; a request that found no process (refused,
     /// or its push raced the end) is answered at once (`links::unanswered`:
     /// the sender gets `Down` or `Exit` with `NoProc`). A process woken
-    /// goes on this worker's deque.
+    /// runs next on this worker (`queue_woken`).
+    ///
+    /// A process that waits is claimed instead (`Shared::claim`): it is
+    /// then ours until we queue it, and the signal goes straight to its
+    /// body, as its own collection would take it (`receive_signal`; a
+    /// `Down` to pass waits in `Extra::down` for `before_step`): no node,
+    /// no push (an atomic swap) and no pop. It keeps the order a mailbox
+    /// gives: what the sender of a farewell sent before it ended was
+    /// pushed and notified before, and a process is found Idle only once
+    /// it has collected all that was notified to it (a Blocked one may
+    /// hold messages: see `before_step`). Loom:
+    /// `a_signal_handed_to_a_parking_process_is_received_once`.
     pub(super) fn send_signal(&mut self, to: Pid, signal: Signal, kind: Wake) {
+        if let Some(task) = self.shared.claim(to, kind).map(Task::new) {
+            // SAFETY: claimed (Ready, queued by no one yet): we hold the
+            // process until we queue it below; the borrow ends first.
+            let body = unsafe { task.slot().body() };
+            if let Some(down) = self.receive_signal(body, signal) {
+                let extra = body.extra_from(&mut self.spare_extras);
+                debug_assert!(extra.down.is_none(), "taken by every start");
+                extra.down = Some(down);
+            }
+            return self.queue_woken(task);
+        }
         let nodes = Some(&mut self.nodes);
         match self.shared.deliver_signal(to, signal, kind, nodes) {
             Ok(Some(task)) => self.queue_woken(task),
@@ -195,15 +217,29 @@ impl<P: Process> Local<P> {
 
     /// After the events are collected: whether the process steps. Publishes
     /// the dump's counts of a process that has monitors or links (the
-    /// signals just collected may have changed them).
+    /// signals just collected may have changed them), and passes on a
+    /// `Down` a worker handed over when it claimed the process
+    /// (`send_signal`), after the events collected, unless the collection
+    /// was cut short by the step's cap (`full`): then the mailbox may still
+    /// hold messages its sender sent before it ended (a Blocked process
+    /// is not woken by messages), and the `Down` waits for the step that
+    /// drains them, so that it comes after them, as through the mailbox.
     pub(super) fn before_step(
-        &self,
+        &mut self,
         slot: &Slot<P>,
-        body: &Body<P>,
+        body: &mut Body<P>,
         last: bool,
         full: bool,
     ) -> Before {
-        let Some(links) = body.links() else {
+        let Some(extra) = body.extra.as_deref_mut() else {
+            return Before::Step;
+        };
+        if !full {
+            if let Some((pid, reason)) = extra.down.take() {
+                self.events.push(Event::Down { pid, reason });
+            }
+        }
+        let Some(links) = extra.links.as_ref() else {
             return Before::Step;
         };
         publish_counts(slot, links);
