@@ -10,8 +10,9 @@
 //!
 //! - *lifecycle* ([`Lifecycle`]) is changed by the party the transition
 //!   belongs to: the worker that holds the process (start, end of step,
-//!   complete), the notifier that wakes a waiting one, the table (free,
-//!   reuse).
+//!   complete), the notifier that wakes a waiting one (or a worker that
+//!   claims a waiting one to hand it a signal with nothing pushed:
+//!   [`StateWord::claim`]), the table (free, reuse).
 //! - `WOKEN`: a completion or cancel arrived while Running. Set by
 //!   notifiers, cleared when the next step starts. Wakes `Wait` and `Idle`.
 //! - `MESSAGED`: a message arrived while Running. Wakes only `Idle`.

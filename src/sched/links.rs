@@ -10,7 +10,16 @@
 //! `loom-tests/tests/state.rs` and `handoff.rs`): an item pushed into a
 //! process's mailbox whose notify finds the process *not* Complete is seen
 //! by a later step of it, or drained by its `close`. Everything else is
-//! data in the process's body, which only its holder touches.
+//! data in the process's body, which only its holder touches. One
+//! shortcut, on the same state word: a worker whose signal finds its
+//! receiver waiting *claims* it instead of pushing
+//! ([`StateWord::claim`](crate::process::state::StateWord::claim): the
+//! CAS a notify would make, Idle to Ready, with nothing pushed), and,
+//! holding it, does at once what the receiver's collection would do with
+//! the item (below); a receiver it cannot claim gets the item as above.
+//! That is how a `Down` reaches a waiting watcher, and an exit the next
+//! waiting link of a chain, without a mailbox node (`Local::send_signal`;
+//! loom: `a_signal_handed_to_a_parking_process_is_received_once`).
 //!
 //! - `monitor(t)` from a step of `w`: `w` records `t` in its own `watching`
 //!   list, then sends the [`Signal::Monitor`]`(w)` item to `t`'s mailbox.
