@@ -222,6 +222,21 @@ fn info(s: &Scheduler<Node>, pid: Pid) -> Option<stepsched::sched::ProcessInfo> 
     s.processes().into_iter().find(|p| p.pid == pid)
 }
 
+/// A watcher `w` monitoring a target `t`, and then Blocked (waiting for a
+/// completion, which a `Down` is).
+fn blocked_watcher(s: &Scheduler<Node>, log: &Arc<Log>) -> (JoinHandle<Node>, JoinHandle<Node>) {
+    let (w, t) = (spawn(s, log), spawn(s, log));
+    s.send(w.pid(), Msg::Monitor(t.pid())).unwrap();
+    wait_until("the monitor is registered", || {
+        info(s, t.pid()).is_some_and(|i| i.monitored_by == 1)
+    });
+    s.send(w.pid(), Msg::Wait).unwrap();
+    wait_until("the watcher waits", || {
+        info(s, w.pid()).is_some_and(|i| i.state == Lifecycle::Blocked)
+    });
+    (w, t)
+}
+
 #[test]
 fn a_monitor_of_an_ended_or_unknown_pid_gives_noproc_at_once() {
     let s = scheduler();
@@ -298,15 +313,8 @@ fn each_way_of_ending_is_told_with_its_reason() {
 fn a_blocked_watcher_is_woken_by_its_down_and_a_blocked_target_is_not_by_a_request() {
     let s = scheduler();
     let log = Arc::new(Log::default());
-    let w = spawn(&s, &log);
-    let t = spawn(&s, &log);
+    let (w, t) = blocked_watcher(&s, &log);
     let blocked = |p: Pid| info(&s, p).is_some_and(|i| i.state == Lifecycle::Blocked);
-    s.send(w.pid(), Msg::Monitor(t.pid())).unwrap();
-    wait_until("the monitor is registered", || {
-        info(&s, t.pid()).is_some_and(|i| i.monitored_by == 1)
-    });
-    s.send(w.pid(), Msg::Wait).unwrap();
-    wait_until("the watcher waits", || blocked(w.pid()));
     s.send(t.pid(), Msg::Finish).unwrap();
     wait_until("the Down", || log.count() == 1);
     assert_eq!(log.downs_of(w.pid()), vec![(t.pid(), ExitReason::Done)]);
@@ -345,16 +353,7 @@ fn a_down_handed_to_a_blocked_watcher_comes_after_its_targets_messages() {
         .build()
         .unwrap();
     let log = Arc::new(Log::default());
-    let w = spawn(&s, &log);
-    let t = spawn(&s, &log);
-    s.send(w.pid(), Msg::Monitor(t.pid())).unwrap();
-    wait_until("the monitor is registered", || {
-        info(&s, t.pid()).is_some_and(|i| i.monitored_by == 1)
-    });
-    s.send(w.pid(), Msg::Wait).unwrap();
-    wait_until("the watcher waits", || {
-        info(&s, w.pid()).is_some_and(|i| i.state == Lifecycle::Blocked)
-    });
+    let (w, t) = blocked_watcher(&s, &log);
     s.send(t.pid(), Msg::NotesThenFinish(w.pid(), 5)).unwrap();
     wait_until("the Down", || log.count() == 1);
     let order: Vec<Option<u32>> = (log.order.lock().unwrap().iter())
