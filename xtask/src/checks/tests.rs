@@ -46,7 +46,8 @@ fn files_map_to_their_checks() {
             "loom:handoff",
             "loom:dump",
             "loom:bound",
-            "loom:drain"
+            "loom:drain",
+            "loom:links"
         ]
     );
     assert_eq!(
