@@ -268,11 +268,11 @@ impl<P: Process> Shared<P> {
     /// caller's to queue, nothing pushed), else `None` (then
     /// [`deliver_signal`](Self::deliver_signal)).
     ///
-    /// [`StateWord::claim`]: crate::process::state::StateWord::claim
-    ///
     /// Not through [`admit`](Self::admit): the claim checks the generation
     /// and the lifecycle itself, and its CAS alone acquires the body (an
     /// Acquire load before it would hide a weakened CAS from the model).
+    ///
+    /// [`StateWord::claim`]: crate::process::state::StateWord::claim
     #[inline]
     pub(crate) fn claim(&self, pid: Pid, kind: Wake) -> Option<&Slot<P>> {
         if self.phase() == phase::EXITING {

@@ -161,7 +161,7 @@ impl<P: Process> Local<P> {
             let body = unsafe { task.slot().body() };
             if let Some(down) = self.receive_signal(body, signal) {
                 let extra = body.extra_from(&mut self.spare_extras);
-                debug_assert!(extra.down.is_none(), "taken by every start");
+                debug_assert!(extra.down.is_none(), "one holding a Down is not waiting");
                 extra.down = Some(down);
             }
             return self.queue_woken(task);
