@@ -30,6 +30,7 @@
 use loom::cell::UnsafeCell;
 use loom::sync::Arc;
 use loom::thread;
+use std::sync::atomic::{AtomicBool as StdAtomicBool, Ordering as StdOrdering};
 use stepsched::mpsc::Mailbox;
 use stepsched::process::state::{AfterStep, Lifecycle, Notify, Park, Start, StateWord, Wake};
 use stepsched::process::{ExitReason, Pid};
@@ -372,12 +373,20 @@ fn requests_pushed_under_one_notify_racing_the_end_are_answered_once_each() {
 /// no two threads hold W's body at once. A claim that does not acquire
 /// (its CAS weakened to Relaxed) fails this model: the claimer writes
 /// W's `Links` with no order after the step's write before the park.
-/// (T's worker is the spawned thread: with the roles the other way, loom
-/// never ran the park before the claim, and the model passed with the
-/// CAS weakened.)
+///
+/// T's worker is the spawned thread. With the roles the other way round
+/// (W's park on the spawned thread, a load then a CAS, and the claim's
+/// first load on the main thread), loom never ran the park before the
+/// claim, and the model passed with the CAS weakened: the blind spot of
+/// `docs/proof/loom-limits.md`. So the model counts, outside loom, the
+/// ways the `Down` went, and fails if one was never explored: claimed;
+/// pushed to a parked W (the notify schedules it); pushed to a running W
+/// (its park sees the wakeup and runs it again).
 #[test]
 fn a_signal_handed_to_a_parking_process_is_received_once() {
-    loom::model(|| {
+    static WENT: [StdAtomicBool; 3] = [const { StdAtomicBool::new(false) }; 3];
+    let went = |way: usize| WENT[way].store(true, StdOrdering::Relaxed);
+    loom::model(move || {
         let (w, w_pid) = Slot::running(0);
         let (t, t_pid) = Slot::running(1);
         let other = pid(2, 1);
@@ -399,12 +408,16 @@ fn a_signal_handed_to_a_parking_process_is_received_once() {
                         // SAFETY: claimed: we hold W until we queue it.
                         let r = w.links.with_mut(|l| unsafe { &mut *l }.receive(signal));
                         seen += w.run(w_pid, vec![r]);
+                        went(0);
                         continue;
                     }
                     w.events.push((to.generation(), signal));
                     match w.state.notify(to.generation(), Wake::Completion) {
-                        Notify::Schedule => seen += w.run(w_pid, Vec::new()),
-                        Notify::Nothing => {}
+                        Notify::Schedule => {
+                            seen += w.run(w_pid, Vec::new());
+                            went(1);
+                        }
+                        Notify::Nothing => went(2),
                         Notify::Finished | Notify::Stale => unreachable!("W lives"),
                     }
                 }
@@ -424,6 +437,12 @@ fn a_signal_handed_to_a_parking_process_is_received_once() {
         // SAFETY: every other thread has joined.
         assert!(unsafe { w.events.pop() }.is_none(), "a Down left behind");
     });
+    for (way, went) in ["claimed", "pushed to a parked W", "pushed to a running W"]
+        .iter()
+        .zip(&WENT)
+    {
+        assert!(went.load(StdOrdering::Relaxed), "never explored: {way}");
+    }
 }
 
 impl Slot {
