@@ -329,6 +329,8 @@ fn a_blocked_watcher_is_woken_by_its_down_and_a_blocked_target_is_not_by_a_reque
     wait_until("the watcher has sent its request", || {
         info(&s, v.pid()).is_some_and(|i| i.monitors == 1)
     });
+    // A wrong wake would step it within these 20 ms; a slow machine can
+    // only hide one (the check then passes), never fail a right run.
     std::thread::sleep(std::time::Duration::from_millis(20));
     let now = info(&s, u.pid()).unwrap();
     assert_eq!((now.state, now.steps), (Lifecycle::Blocked, steps));

@@ -409,9 +409,7 @@ fn tokio_chain(rt: &tokio::runtime::Runtime) -> f64 {
     // once every link is set: a teardown that overtook tasks not yet
     // polled would time part of the set-up.
     let waiting = Arc::new(AtomicU64::new(0));
-    let link = move |w: &Arc<AtomicU64>| {
-        w.fetch_add(1, Ordering::Relaxed);
-    };
+    let link = |w: &AtomicU64| w.fetch_add(1, Ordering::Relaxed);
     rt.block_on(async {
         let base = Instant::now();
         let (head_tx, head_rx) = tokio::sync::oneshot::channel::<()>();
