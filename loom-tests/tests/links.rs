@@ -138,7 +138,14 @@ impl Slot {
         let (_, mut out) = self.drain(me);
         // SAFETY: we hold the process (Complete, not yet freed).
         let links = self.links.with_mut(|l| core::mem::take(unsafe { &mut *l }));
-        links.farewell(me, &reason, |to, signal| out.push((to, signal)));
+        // As the worker's `farewell`: a `Down` to each watcher, then an
+        // `Exit` to each linked process.
+        for &watcher in links.watchers() {
+            out.push((watcher, Signal::Down(me, reason.clone())));
+        }
+        for &linked in links.linked() {
+            out.push((linked, Signal::exit(me, reason.clone())));
+        }
         out
     }
 

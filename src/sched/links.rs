@@ -245,7 +245,7 @@ impl Links {
                 self.linked.remove(from);
             }
             Signal::Down(target, reason) => {
-                if self.watching.remove(target) {
+                if self.receive_down(target) {
                     return Received::Down(target, reason);
                 }
             }
@@ -254,6 +254,16 @@ impl Links {
             Signal::ExitPlain(from, plain) => return self.exited(from, plain.into()),
         }
         Received::Nothing
+    }
+
+    /// A `Down` about `target` for this process: whether it is passed on
+    /// to a step, which it is if this process still monitors `target` (it
+    /// then no longer does). [`receive`](Self::receive) of a
+    /// `Signal::Down`, for a worker that hands the `Down` straight to the
+    /// process's body (`Local::send_down`) and so never builds the signal.
+    #[inline]
+    pub fn receive_down(&mut self, target: Pid) -> bool {
+        self.watching.remove(target)
     }
 
     /// An exit signal from `from`, which ended with `reason`.
@@ -276,17 +286,16 @@ impl Links {
         self.killed_by
     }
 
-    /// Hands `send` the signals to send when this process (`me`) ends
-    /// with `reason`: a `Down` to each watcher, then an `Exit` to each
-    /// linked process. (A callback, not an iterator: `close` sends them
-    /// where it reads them, without moving the lists into an iterator.)
-    pub fn farewell(&self, me: Pid, reason: &ExitReason, mut send: impl FnMut(Pid, Signal)) {
-        for &watcher in self.watchers.as_slice() {
-            send(watcher, Signal::Down(me, reason.clone()));
-        }
-        for &linked in self.linked.as_slice() {
-            send(linked, Signal::exit(me, reason.clone()));
-        }
+    /// The processes to tell when this one ends, as a `Down` each: its
+    /// watchers. (The worker's farewell goes through them, then through
+    /// [`linked`](Self::linked), an `Exit` each.)
+    pub fn watchers(&self) -> &[Pid] {
+        self.watchers.as_slice()
+    }
+
+    /// The processes linked with this one.
+    pub fn linked(&self) -> &[Pid] {
+        self.linked.as_slice()
     }
 
     /// Counts for the process dump: (monitors held, watchers, links).
@@ -309,6 +318,7 @@ pub fn unanswered(target: Pid, signal: Signal) -> Option<(Pid, Signal)> {
 
 /// Packs the dump's counts into one word: 21 bits each (saturating),
 /// monitors held low, then watchers, then links.
+#[inline]
 pub fn pack_counts((monitors, watchers, links): (usize, usize, usize)) -> u64 {
     const MAX: usize = (1 << 21) - 1;
     let field = |n: usize| n.min(MAX) as u64;

@@ -174,6 +174,41 @@ impl<P: Process> Local<P> {
         }
     }
 
+    /// [`send_signal`](Self::send_signal) for a farewell's `Down`, the
+    /// signal on the way from an end to its watcher: a claimed watcher's
+    /// links take it as their `receive` would (`Links::receive_down`), and
+    /// the `Down` goes straight into its extra part, with no `Signal` or
+    /// `Received` built and matched on the way (measured: 4 ns of the
+    /// ~65 ns from an end to its watcher's step, README "Measured").
+    fn send_down(&mut self, to: Pid, me: Pid, reason: &ExitReason) {
+        if let Some(task) = self.shared.claim(to, Wake::Completion).map(Task::new) {
+            // SAFETY: claimed (Ready, queued by no one yet): we hold the
+            // process until we queue it below; the borrow ends first.
+            let body = unsafe { task.slot().body() };
+            // A process with no links part monitors nothing: the `Down` is
+            // dropped, as `receive` would drop it.
+            if let Some(extra) = body.extra.as_deref_mut() {
+                if extra.links.as_mut().is_some_and(|l| l.receive_down(me)) {
+                    debug_assert!(extra.down.is_none(), "one holding a Down is not waiting");
+                    extra.down = Some((me, reason.clone()));
+                }
+            }
+            return self.queue_woken(task);
+        }
+        let nodes = Some(&mut self.nodes);
+        let signal = Signal::Down(me, reason.clone());
+        match self
+            .shared
+            .deliver_signal(to, signal, Wake::Completion, nodes)
+        {
+            Ok(Some(task)) => self.queue_woken(task),
+            Ok(None) | Err(None) => {}
+            // Never a `Down` (`links::unanswered`): the same arms as
+            // `send_signal`'s.
+            Err(Some(signal)) => self.answer(to, signal),
+        }
+    }
+
     /// Answers a request that reached no process in `target` (see
     /// `links::unanswered`). The answer itself needs none.
     pub(super) fn answer(&mut self, target: Pid, signal: Signal) {
@@ -236,7 +271,21 @@ impl<P: Process> Local<P> {
         };
         if !full {
             if let Some((pid, reason)) = extra.down.take() {
-                self.events.push(Event::Down { pid, reason });
+                // Written where it goes: a plain `push` built the event on
+                // the stack and copied it, which cost a measured 1.3 ns of
+                // the ~65 from an end to its watcher's step.
+                self.events.reserve(1);
+                let len = self.events.len();
+                // SAFETY: `reserve` made room at `len`; the event is
+                // written before the length counts it, and nothing
+                // between the two can panic.
+                unsafe {
+                    self.events
+                        .as_mut_ptr()
+                        .add(len)
+                        .write(Event::Down { pid, reason });
+                    self.events.set_len(len + 1);
+                }
             }
         }
         let Some(links) = extra.links.as_ref() else {
@@ -266,9 +315,12 @@ impl<P: Process> Local<P> {
             Some(by) => ExitReason::Linked(by),
             None => exit_reason::<P>(outcome),
         };
-        links.farewell(pid, &reason, |to, signal| {
-            self.send_signal(to, signal, Wake::Completion);
-        });
+        for &watcher in links.watchers() {
+            self.send_down(watcher, pid, &reason);
+        }
+        for &linked in links.linked() {
+            self.send_signal(linked, Signal::exit(pid, reason.clone()), Wake::Completion);
+        }
         // Relaxed: a figure for the dump (see `Slot::link_counts`).
         slot.link_counts.store(0, Ordering::Relaxed);
     }
