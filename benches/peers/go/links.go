@@ -6,7 +6,10 @@
 //
 //	  - down: a watcher starts a goroutine that stamps the clock and closes
 //	    its done channel; the watcher, blocked on the channel, takes the time
-//	    since the stamp (p50 and p99 over 20,000 samples, ns).
+//	    since the stamp (p50, p99 and the mean of p10-p90 over 20,000
+//	    samples, ns). Each window holds the cost of one clock read, printed
+//	    beside them (the gap between two back-to-back reads), as the Rust
+//	    side prints its own.
 //	  - chain: 1,000 goroutines, each blocked on the previous one's done
 //	    channel and closing its own when that one closes; from the head's
 //	    close to the last one's, per goroutine (median of 20 chains, ns).
@@ -25,7 +28,7 @@ var base = time.Now()
 
 func nowNs() int64 { return int64(time.Since(base)) }
 
-func down(samples int) (int64, int64) {
+func down(samples int) []int64 {
 	lat := make([]int64, 0, samples)
 	for i := 0; i < samples; i++ {
 		done := make(chan struct{})
@@ -37,8 +40,34 @@ func down(samples int) (int64, int64) {
 		<-done
 		lat = append(lat, nowNs()-stamp)
 	}
-	sort.Slice(lat, func(a, b int) bool { return lat[a] < lat[b] })
-	return percentile(lat, 0.5), percentile(lat, 0.99)
+	sortNs(lat)
+	return lat
+}
+
+func sortNs(v []int64) { sort.Slice(v, func(a, b int) bool { return v[a] < v[b] }) }
+
+// middleMean is the mean of the samples between the 10th and the 90th
+// percentile, as the Rust side's `middle_mean`.
+func middleMean(sorted []int64) float64 {
+	lo, hi := len(sorted)/10, len(sorted)-len(sorted)/10
+	sum := int64(0)
+	for _, x := range sorted[lo:hi] {
+		sum += x
+	}
+	return float64(sum) / float64(hi-lo)
+}
+
+// clockGap is what a window measured as two nowNs reads holds beyond
+// itself: the gap between two back-to-back reads (mean of p10-p90 of
+// 200,000 pairs), as the Rust side's `clock_gap_ns`.
+func clockGap() float64 {
+	v := make([]int64, 200000)
+	for i := range v {
+		a := nowNs()
+		v[i] = nowNs() - a
+	}
+	sortNs(v)
+	return middleMean(v)
 }
 
 func percentile(sorted []int64, p float64) int64 {
@@ -67,8 +96,10 @@ func chain() float64 {
 }
 
 func main() {
-	p50, p99 := down(20000)
-	fmt.Printf("down latency p50/p99, ns: Go (done channel) %d/%d\n", p50, p99)
+	lat := down(20000)
+	fmt.Printf("down latency p50/p99 (mean p10-p90), ns: Go (done channel) %d/%d (%.1f)\n",
+		percentile(lat, 0.5), percentile(lat, 0.99), middleMean(lat))
+	fmt.Printf("  each window holds one clock read: two back-to-back reads differ by %.1f ns\n", clockGap())
 	runs := make([]float64, 20)
 	for i := range runs {
 		runs[i] = chain()
