@@ -30,8 +30,16 @@ impl<P: Process> Local<P> {
             // the borrow ends with this block, before `remove`.
             let body = unsafe { slot.body() };
             body.pending.clear();
-            // Only a body with an extra part ever had timers (or a count).
-            if body.extra.is_some() {
+            // Only a body with an extra part whose vector was ever
+            // allocated had timers (or a count): its vector is freed only
+            // here, and a part is reused only with none. A process that
+            // only monitors or links skips this (measured 1.7 ns of the
+            // ~60 from an end to its watcher's step).
+            if body
+                .extra
+                .as_ref()
+                .is_some_and(|e| e.timers.capacity() != 0)
+            {
                 self.cancel_all_timers(body);
                 // Zeroed even with no record left: this step's event may
                 // have taken the last one (a timer that fired) after the
