@@ -18,8 +18,9 @@
 //! holding it, does at once what the receiver's collection would do with
 //! the item (below); a receiver it cannot claim gets the item as above.
 //! That is how a `Down` reaches a waiting watcher, and an exit the next
-//! waiting link of a chain, without a mailbox node (`Local::send_signal`;
-//! loom: `a_signal_handed_to_a_parking_process_is_received_once`).
+//! waiting link of a chain, without a mailbox node (`Local::send_down`,
+//! `Local::send_signal`; loom:
+//! `a_signal_handed_to_a_parking_process_is_received_once`).
 //!
 //! - `monitor(t)` from a step of `w`: `w` records `t` in its own `watching`
 //!   list, then sends the [`Signal::Monitor`]`(w)` item to `t`'s mailbox.

@@ -325,9 +325,15 @@ impl<P: Process> Local<P> {
         if self.shared.config.count_queued {
             slot.count_drained(drained);
         }
-        if self.nodes.len() > self.nodes.limit() / 2 && self.shared.depot.is_hungry() {
-            // More than half full after the drain, and outside senders are
-            // allocating: what is above half goes to them (`depot.rs`).
+        if drained != 0
+            && self.nodes.len() > self.nodes.limit() / 2
+            && self.shared.depot.is_hungry()
+        {
+            // More than half full after a drain that gave it nodes, and
+            // outside senders are allocating: what is above half goes to
+            // them (`depot.rs`). A collection that drained nothing (a
+            // wakeup by a handed `Down`, a carry) left the cache as it was
+            // and skips the look at the depot's flag.
             self.shared.depot.refill(&mut self.nodes);
         }
         full
