@@ -32,7 +32,7 @@
 use std::sync::Mutex;
 
 use crate::mpsc::NodeCache;
-use crate::sync::{AtomicBool, Ordering};
+use crate::sync::{AtomicBool, AtomicU64, Ordering};
 
 /// The most nodes the depot keeps: enough for a few steps of a flood from
 /// outside (a step takes at most `max_events_per_step` events, 1,024 by
@@ -47,6 +47,12 @@ pub(crate) struct Depot<T> {
     /// last refill: raised before the depot runs dry, so that a burst from
     /// outside finds the nodes the worker freed since its last one.
     hungry: AtomicBool,
+    /// Sends that found no node here (empty, or the lock taken) and
+    /// allocated one ([`Stats::outside_node_allocations`]); counted on a
+    /// miss only, so a warm depot's sends pay nothing for it.
+    ///
+    /// [`Stats::outside_node_allocations`]: super::Stats::outside_node_allocations
+    misses: AtomicU64,
 }
 
 impl<T> Depot<T> {
@@ -54,6 +60,7 @@ impl<T> Depot<T> {
         Depot {
             nodes: Mutex::new(NodeCache::with_limit(LIMIT)),
             hungry: AtomicBool::new(false),
+            misses: AtomicU64::new(0),
         }
     }
 
@@ -65,12 +72,22 @@ impl<T> Depot<T> {
         if let Ok(mut nodes) = self.nodes.try_lock() {
             nodes.give(&mut one, 1);
         }
+        if one.is_empty() {
+            // Relaxed: a count, read by `stats`.
+            self.misses.fetch_add(1, Ordering::Relaxed);
+        }
         // Relaxed: a hint (module docs); the nodes a refill brings are
         // handed over by the mutex. Written once a refill cycle.
         if !self.hungry.load(Ordering::Relaxed) {
             self.hungry.store(true, Ordering::Relaxed);
         }
         one
+    }
+
+    /// Sends so far that found no node here ([`Depot::misses`]).
+    pub(crate) fn misses(&self) -> u64 {
+        // Relaxed: a count (see `stats`).
+        self.misses.load(Ordering::Relaxed)
     }
 
     /// Whether a refill would be used: an outside sender has drawn on the

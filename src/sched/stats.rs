@@ -138,6 +138,12 @@ pub struct Stats {
     /// abandoned and counted here, and the scheduler prints nothing (the
     /// panic hook of `std` reports the panic as usual).
     pub hook_panics: u64,
+    /// Mailbox nodes allocated for sends from outside the workers
+    /// ([`Scheduler::send`](super::Scheduler::send) and its kin). Such a
+    /// send takes a node the workers freed (kept for outside senders in a
+    /// depot) if one is free at once, and allocates one only if not: once
+    /// warm, a steady stream of outside sends allocates few.
+    pub outside_node_allocations: u64,
     /// Process slots retired at their last generation
     /// ([`LAST_GENERATION`](crate::process::state::LAST_GENERATION)): each
     /// was reused 2^32 times, and is never reused again, so that no PID is
@@ -175,6 +181,7 @@ impl<P: Process> Scheduler<P> {
             undelivered: shared.undelivered.load(Ordering::Relaxed),
             unknown_tags: shared.unknown_tags.load(Ordering::Relaxed),
             hook_panics: shared.hooks.panics(),
+            outside_node_allocations: shared.depot.misses(),
             retired_slots: shared.table.retired(),
             global_queue_nonempty: !shared.global.is_empty(),
             spinning,
@@ -271,8 +278,11 @@ impl fmt::Display for Stats {
         )?;
         write!(
             f,
-            "  timers fired {}  late {}  cancelled {}",
-            self.timers.fired, self.timers.late, self.timers.cancelled
+            "  timers fired {}  late {}  cancelled {}  outside node allocations {}",
+            self.timers.fired,
+            self.timers.late,
+            self.timers.cancelled,
+            self.outside_node_allocations
         )
     }
 }
