@@ -138,11 +138,13 @@ pub struct Stats {
     /// abandoned and counted here, and the scheduler prints nothing (the
     /// panic hook of `std` reports the panic as usual).
     pub hook_panics: u64,
-    /// Mailbox nodes allocated for sends from outside the workers
+    /// Mailbox nodes allocated for messages sent from outside the workers
     /// ([`Scheduler::send`](super::Scheduler::send) and its kin). Such a
-    /// send takes a node the workers freed (kept for outside senders in a
-    /// depot) if one is free at once, and allocates one only if not: once
-    /// warm, a steady stream of outside sends allocates few.
+    /// message takes a node the workers freed (kept for outside senders
+    /// in a depot) if one is free at once, and a new one only if not: once
+    /// warm, a steady stream of outside sends allocates few. (Completions
+    /// and cancels from outside always take a new node, and are not
+    /// counted: `src/sched/depot.rs` says why.)
     pub outside_node_allocations: u64,
     /// Process slots retired at their last generation
     /// ([`LAST_GENERATION`](crate::process::state::LAST_GENERATION)): each
