@@ -43,7 +43,7 @@ pub(crate) struct Extra<P: Process> {
     /// Pending timers and command timeouts (`worker/timers.rs`).
     pub(crate) timers: Vec<super::timer::Record>,
     /// A `Down` handed over by a worker that claimed the waiting process
-    /// (`Local::send_signal`), for its next step.
+    /// (`Local::send_down`, `Local::send_signal`), for its next step.
     pub(crate) down: Option<(crate::process::Pid, crate::process::ExitReason)>,
 }
 

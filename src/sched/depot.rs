@@ -84,7 +84,7 @@ impl<T> Depot<T> {
         one
     }
 
-    /// Sends so far that found no node here ([`Depot::misses`]).
+    /// Sends so far that found no node here and allocated one.
     pub(crate) fn misses(&self) -> u64 {
         // Relaxed: a count (see `stats`).
         self.misses.load(Ordering::Relaxed)

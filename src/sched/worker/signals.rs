@@ -155,22 +155,15 @@ impl<P: Process> Local<P> {
     /// hold messages: see `before_step`). Loom:
     /// `a_signal_handed_to_a_parking_process_is_received_once`.
     pub(super) fn send_signal(&mut self, to: Pid, signal: Signal, kind: Wake) {
-        if let Some(task) = self.shared.claim(to, kind).map(Task::new) {
-            // SAFETY: claimed (Ready, queued by no one yet): we hold the
-            // process until we queue it below; the borrow ends first.
-            let body = unsafe { task.slot().body() };
-            if let Some(down) = self.receive_signal(body, signal) {
-                let extra = body.extra_from(&mut self.spare_extras);
+        let handed = self.hand_to_waiting(to, kind, signal, |local, body, signal| {
+            if let Some(down) = local.receive_signal(body, signal) {
+                let extra = body.extra_from(&mut local.spare_extras);
                 debug_assert!(extra.down.is_none(), "one holding a Down is not waiting");
                 extra.down = Some(down);
             }
-            return self.queue_woken(task);
-        }
-        let nodes = Some(&mut self.nodes);
-        match self.shared.deliver_signal(to, signal, kind, nodes) {
-            Ok(Some(task)) => self.queue_woken(task),
-            Ok(None) | Err(None) => {}
-            Err(Some(signal)) => self.answer(to, signal),
+        });
+        if let Err(signal) = handed {
+            self.push_signal(to, signal, kind);
         }
     }
 
@@ -181,10 +174,7 @@ impl<P: Process> Local<P> {
     /// `Received` built and matched on the way (measured: 4 ns of the
     /// ~65 ns from an end to its watcher's step, README "Measured").
     fn send_down(&mut self, to: Pid, me: Pid, reason: &ExitReason) {
-        if let Some(task) = self.shared.claim(to, Wake::Completion).map(Task::new) {
-            // SAFETY: claimed (Ready, queued by no one yet): we hold the
-            // process until we queue it below; the borrow ends first.
-            let body = unsafe { task.slot().body() };
+        let handed = self.hand_to_waiting(to, Wake::Completion, (), |_, body, ()| {
             // A process with no links part monitors nothing: the `Down` is
             // dropped, as `receive` would drop it.
             if let Some(extra) = body.extra.as_deref_mut() {
@@ -193,18 +183,43 @@ impl<P: Process> Local<P> {
                     extra.down = Some((me, reason.clone()));
                 }
             }
-            return self.queue_woken(task);
+        });
+        if handed.is_err() {
+            self.push_signal(to, Signal::Down(me, reason.clone()), Wake::Completion);
         }
+    }
+
+    /// If `to` waits, claims it (`Shared::claim`), lets `receive` write
+    /// `item` into its body as the process's own collection would, and
+    /// queues it (`queue_woken`); else gives `item` back.
+    #[inline]
+    fn hand_to_waiting<T>(
+        &mut self,
+        to: Pid,
+        kind: Wake,
+        item: T,
+        receive: impl FnOnce(&mut Self, &mut Body<P>, T),
+    ) -> Result<(), T> {
+        let Some(task) = self.shared.claim(to, kind).map(Task::new) else {
+            return Err(item);
+        };
+        // SAFETY: claimed (Ready, queued by no one yet): we hold the
+        // process until we queue it below, and the borrow ends with
+        // `receive`, before that.
+        receive(self, unsafe { task.slot().body() }, item);
+        self.queue_woken(task);
+        Ok(())
+    }
+
+    /// The mailbox way of [`send_signal`](Self::send_signal), for a
+    /// process that could not be claimed: pushed and notified; a request
+    /// that found no process is answered at once (a `Down` or an exit is
+    /// owed no answer: `links::unanswered`).
+    fn push_signal(&mut self, to: Pid, signal: Signal, kind: Wake) {
         let nodes = Some(&mut self.nodes);
-        let signal = Signal::Down(me, reason.clone());
-        match self
-            .shared
-            .deliver_signal(to, signal, Wake::Completion, nodes)
-        {
+        match self.shared.deliver_signal(to, signal, kind, nodes) {
             Ok(Some(task)) => self.queue_woken(task),
             Ok(None) | Err(None) => {}
-            // Never a `Down` (`links::unanswered`): the same arms as
-            // `send_signal`'s.
             Err(Some(signal)) => self.answer(to, signal),
         }
     }
@@ -254,7 +269,7 @@ impl<P: Process> Local<P> {
     /// the dump's counts of a process that has monitors or links (the
     /// signals just collected may have changed them), and passes on a
     /// `Down` a worker handed over when it claimed the process
-    /// (`send_signal`), after the events collected, unless the collection
+    /// (`send_down`, `send_signal`), after the events collected, unless the collection
     /// was cut short by the step's cap (`full`): then the mailbox may still
     /// hold messages its sender sent before it ended (a Blocked process
     /// is not woken by messages), and the `Down` waits for the step that
