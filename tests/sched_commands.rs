@@ -294,6 +294,13 @@ fn many_processes_each_get_their_own_late_replies() {
         ];
         assert_eq!(handle.join(), Ok(expected));
     }
+    // Each handler's thread counts after `succeed` returns, which may be
+    // just after its process has finished and been joined (CI saw 399 of
+    // 400): wait for every thread to count, then check how.
+    let counted = || log.ok.load(Ordering::SeqCst) + log.refused.load(Ordering::SeqCst);
+    wait_until("every handler's thread to count", || {
+        counted() == 2 * N as usize
+    });
     assert_eq!(log.ok.load(Ordering::SeqCst), 2 * N as usize);
     assert_eq!(scheduler.stats().unknown_tags, 0);
     scheduler.shutdown(Duration::from_secs(1));
