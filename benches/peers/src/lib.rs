@@ -12,7 +12,16 @@ use std::time::Instant;
 /// every workload that passes data between the cores (`fan_out_fan_in`
 /// most of all) swings with it: printed in each bench's header, so that a
 /// run says which machine it ran on.
-pub fn core_round_trip_ns() -> u64 {
+///
+/// `None` when this process may run on one CPU only (`taskset -c 1`):
+/// there is no second core to measure, and two threads spinning on one
+/// CPU hand the line over once a time slice. A wait that spins long
+/// without an answer yields its thread, so that a run whose threads take
+/// turns on one CPU anyway (a profiler's) still ends.
+pub fn core_round_trip_ns() -> Option<u64> {
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        return None;
+    }
     const TRIPS: u64 = 100_000;
     let mut runs: Vec<u64> = (0..5)
         .map(|_| {
@@ -20,18 +29,14 @@ pub fn core_round_trip_ns() -> u64 {
             let other = Arc::clone(&line);
             let echo = std::thread::spawn(move || {
                 for i in 0..TRIPS {
-                    while other.load(Ordering::Acquire) != 2 * i + 1 {
-                        std::hint::spin_loop();
-                    }
+                    wait_for(&other, 2 * i + 1);
                     other.store(2 * i + 2, Ordering::Release);
                 }
             });
             let start = Instant::now();
             for i in 0..TRIPS {
                 line.store(2 * i + 1, Ordering::Release);
-                while line.load(Ordering::Acquire) != 2 * i + 2 {
-                    std::hint::spin_loop();
-                }
+                wait_for(&line, 2 * i + 2);
             }
             let took = start.elapsed();
             echo.join().expect("echo thread");
@@ -39,5 +44,27 @@ pub fn core_round_trip_ns() -> u64 {
         })
         .collect();
     runs.sort_unstable();
-    runs[runs.len() / 2]
+    Some(runs[runs.len() / 2])
+}
+
+/// Spins until `line` holds `value`; yields the thread after every 100,000
+/// spins without it (see [`core_round_trip_ns`]).
+fn wait_for(line: &AtomicU64, value: u64) {
+    let mut spins = 0u32;
+    while line.load(Ordering::Acquire) != value {
+        spins += 1;
+        if spins.is_multiple_of(100_000) {
+            std::thread::yield_now();
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+}
+
+/// [`core_round_trip_ns`] for a bench's header.
+pub fn core_round_trip() -> String {
+    match core_round_trip_ns() {
+        Some(ns) => format!("{ns} ns"),
+        None => "not measured (this process may use one CPU only)".into(),
+    }
 }

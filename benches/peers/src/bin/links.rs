@@ -472,8 +472,8 @@ fn main() {
     // at a time, the two threads' spinning hand-off never ends.
     if ours_on && tokio_on {
         println!(
-            "cross-core round trip: {} ns (swings ~100 to ~500+ on a shared VM: see README, \"Measured\")",
-            stepsched_peers::core_round_trip_ns()
+            "cross-core round trip: {} (swings ~100 to ~500+ on a shared VM: see README, \"Measured\")",
+            stepsched_peers::core_round_trip()
         );
     }
     let rt = tokio::runtime::Builder::new_multi_thread()

@@ -269,8 +269,8 @@ fn main() {
         std::env::var("STEPSCHED_TRACE").unwrap_or_else(|_| "(unset: tracing off)".into())
     );
     println!(
-        "cross-core round trip: {} ns (swings ~100 to ~500+ on a shared VM: see README, \"Measured\")",
-        stepsched_peers::core_round_trip_ns()
+        "cross-core round trip: {} (swings ~100 to ~500+ on a shared VM: see README, \"Measured\")",
+        stepsched_peers::core_round_trip()
     );
     println!(
         "stepsched vs tokio multi-thread, {WORKERS} workers each; SCALE={scale}, ROUNDS={rounds} \
