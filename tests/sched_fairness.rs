@@ -414,8 +414,21 @@ fn continuing_processes_on_one_worker_take_turns_round_robin() {
     let board = Arc::new(Board::default());
     let scheduler = scheduler(1, &board);
     let spinners = start_spinners(&scheduler, &board, SPINNERS);
-    spin_until("spinners never ran", Duration::from_secs(30), || {
-        board.spins.load(Ordering::Relaxed) >= 1_000 * SPINNERS
+    let steps = || -> Vec<usize> {
+        (board.per_spinner.iter())
+            .map(|c| c.load(Ordering::Relaxed))
+            .collect()
+    };
+    // Counted from the moment every spinner has stepped: they are submitted
+    // one at a time, and the first ones run meanwhile (under TSan a late
+    // submit once found the last spinner 127 rounds behind the rest).
+    spin_until("a spinner never ran", Duration::from_secs(30), || {
+        steps().iter().all(|&n| n > 0)
+    });
+    let before = steps();
+    let from = board.spins.load(Ordering::Relaxed);
+    spin_until("the spinners stopped", Duration::from_secs(30), || {
+        board.spins.load(Ordering::Relaxed) >= from + 1_000 * SPINNERS
     });
     board.stop.store(true, Ordering::Relaxed);
     for spinner in spinners {
@@ -425,10 +438,8 @@ fn continuing_processes_on_one_worker_take_turns_round_robin() {
         }
     }
     scheduler.shutdown(Duration::from_secs(1));
-    let counts: Vec<usize> = board
-        .per_spinner
-        .iter()
-        .map(|c| c.load(Ordering::Relaxed))
+    let counts: Vec<usize> = (steps().iter().zip(&before))
+        .map(|(after, before)| after - before)
         .collect();
     let (min, max) = (counts.iter().min().unwrap(), counts.iter().max().unwrap());
     // Each continue goes behind the others, so every spinner gets about one
