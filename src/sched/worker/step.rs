@@ -164,7 +164,12 @@ impl<P: Process> Local<P> {
             if let Some(links) = body.extra.as_deref_mut().and_then(|e| e.links.as_mut()) {
                 links.idle = matches!(status, Status::Idle) && !more && outcome.is_none();
             }
-            self.apply_spawns();
+            // Most steps spawn nothing and send no command, and a `drain` of
+            // an empty vector still costs its iterator (this check and the
+            // one in `dispatch`: ping_pong 109.1 -> 105.8 ns, README).
+            if !self.effects.spawned.is_empty() {
+                self.apply_spawns();
+            }
             // A message refused by a full mailbox comes back as an event,
             // which wakes the sender like a completion.
             more |= self.apply_sends(&mut body.carry);
@@ -549,6 +554,9 @@ impl<P: Process> Local<P> {
     /// message is returned).
     fn dispatch(&mut self, pid: Pid, body: &mut Body<P>) -> Result<(), String> {
         use crate::process::Command as _;
+        if self.effects.commands.is_empty() {
+            return Ok(()); // most steps
+        }
         let mut commands = core::mem::take(&mut self.effects.commands);
         let mut result = Ok(());
         for (tag, command) in commands.drain(..) {
