@@ -296,8 +296,8 @@ fn a_200ms_step_does_not_delay_1000_short_processes_queued_behind_it_on_its_work
     // On a machine that gives the test one CPU (or one busy with other
     // work), the waking of the other worker often preempts the parent's:
     // a debug build confined to one CPU missed the scenario in all of 5
-    // attempts in 3 of 14 runs (each attempt ~3 times in 4). 40 attempts
-    // (about 10 s at most, and only then): ~0.0003 % of runs there.
+    // attempts in 3 of 28 runs (each attempt ~2 times in 3). 40 attempts
+    // (about 10 s at most, and only then): under one run in a million.
     for _attempt in 0..ATTEMPTS {
         let board = Arc::new(Board::default());
         let scheduler = scheduler(2, &board);
