@@ -1,0 +1,103 @@
+//! Monitor and demonitor churn leaves no entries, and same-step pairs
+//! cancel out as they should.
+
+use super::*;
+
+#[test]
+fn monitor_demonitor_churn_leaves_no_entries() {
+    let s: Scheduler<Node> = Scheduler::builder()
+        .workers(2)
+        .count_queued_events(true)
+        .build()
+        .unwrap();
+    let log = Arc::new(Log::default());
+    let w = spawn(&s, &log);
+    let t = spawn(&s, &log);
+    let u = spawn(&s, &log);
+    let rounds = if cfg!(miri) { 4 } else { 1000 };
+    for _ in 0..rounds {
+        s.send(w.pid(), Msg::Churn(t.pid(), 50)).unwrap();
+        s.send(w.pid(), Msg::ChurnTwo(t.pid(), u.pid(), 25))
+            .unwrap();
+    }
+    wait_until("the churn is applied", || {
+        let wi = info(&s, w.pid()).unwrap();
+        let (ti, ui) = (info(&s, t.pid()).unwrap(), info(&s, u.pid()).unwrap());
+        // w's requests are all sent once it is idle with its mailbox
+        // empty; t and u have registered them once idle with theirs empty.
+        let idle = |i: &stepsched::sched::ProcessInfo| {
+            i.state == Lifecycle::Idle && i.queued == Some(0) && i.steps > 0
+        };
+        idle(&wi)
+            && idle(&ti)
+            && idle(&ui)
+            && wi.monitors == 0
+            && ti.monitored_by == 0
+            && ui.monitored_by == 0
+    });
+    for p in [t, u, w] {
+        s.send(p.pid(), Msg::Finish).unwrap();
+        assert!(p.join().is_ok());
+    }
+    assert_eq!(log.count(), 0, "no Down after a demonitor");
+}
+
+/// A same-step pair on a target already monitored from an earlier step
+/// still ends that monitor: the `monitor` changes nothing (one monitor per
+/// pair of processes), so the `demonitor` goes out and no `Down` comes.
+/// (Cancelling the pair as a whole would leave the old monitor in place.)
+#[test]
+fn a_same_step_pair_on_a_watched_target_still_demonitors_it() {
+    let s = scheduler();
+    let log = Arc::new(Log::default());
+    let w = spawn(&s, &log);
+    let w_pid = w.pid();
+    let t = spawn(&s, &log);
+    let t_pid = t.pid();
+    s.send(w_pid, Msg::Monitor(t_pid)).unwrap();
+    wait_until("t is watched", || {
+        info(&s, t_pid).is_some_and(|i| i.monitored_by == 1)
+    });
+    s.send(w_pid, Msg::Churn(t_pid, 1)).unwrap();
+    wait_until("t is no longer watched", || {
+        info(&s, t_pid).is_some_and(|i| i.monitored_by == 0)
+    });
+    s.send(t_pid, Msg::Finish).unwrap();
+    assert!(t.join().is_ok());
+    s.send(w_pid, Msg::Finish).unwrap();
+    assert!(w.join().is_ok());
+    assert_eq!(log.downs_of(w_pid), vec![]);
+}
+
+/// A `monitor` and `demonitor` of one target in one step cancel out
+/// before they are sent: no `Down` from the target's end, or for a target
+/// already gone (whose `NoProc` would otherwise come); a monitor set again
+/// after such a pair, in the same step, is told of the end once.
+#[test]
+fn a_monitor_and_demonitor_in_one_step_leave_nothing_behind() {
+    let s = scheduler();
+    let log = Arc::new(Log::default());
+    let gone_pid = ended(&s, &log);
+    let w = spawn(&s, &log);
+    let w_pid = w.pid();
+    let t = spawn(&s, &log);
+    s.send(w.pid(), Msg::Churn(gone_pid, 3)).unwrap();
+    s.send(w.pid(), Msg::Churn(t.pid(), 3)).unwrap();
+    wait_until("w has stepped", || info(&s, w.pid()).unwrap().steps >= 1);
+    assert_eq!(info(&s, t.pid()).unwrap().monitored_by, 0);
+    s.send(t.pid(), Msg::Fail).unwrap();
+    assert!(t.join().is_err());
+    let u = spawn(&s, &log);
+    let u_pid = u.pid();
+    s.send(w.pid(), Msg::Churn(u_pid, 2)).unwrap();
+    s.send(w.pid(), Msg::Monitor(u_pid)).unwrap();
+    wait_until("u is watched", || {
+        info(&s, u_pid).is_some_and(|i| i.monitored_by == 1)
+    });
+    s.send(u_pid, Msg::Finish).unwrap();
+    assert!(u.join().is_ok());
+    wait_until("u's Down", || log.count() == 1);
+    s.send(w.pid(), Msg::Finish).unwrap();
+    assert!(w.join().is_ok());
+    assert_eq!(log.downs_of(w_pid), vec![(u_pid, ExitReason::Done)]);
+}

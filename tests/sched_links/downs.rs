@@ -1,0 +1,279 @@
+//! A `Down`: at once for a process already gone, with each way of ending's
+//! reason, to a Blocked watcher after its target's messages, in the
+//! order of a step's requests, exactly once when the end races the
+//! monitor, never after a `demonitor`'s step; and a panicking monitoring
+//! step with `Down`s pending.
+
+use super::*;
+
+#[test]
+fn a_monitor_of_an_ended_or_unknown_pid_gives_noproc_at_once() {
+    let s = scheduler();
+    let log = Arc::new(Log::default());
+    let gone_pid = ended(&s, &log);
+    let w = spawn(&s, &log);
+    let w_pid = w.pid();
+    let never = Pid::from_raw(0x0000_0007_00ff_ffff);
+    s.send(w.pid(), Msg::Monitor(gone_pid)).unwrap();
+    s.send(w.pid(), Msg::Monitor(never)).unwrap();
+    wait_until("two Downs", || log.count() == 2);
+    // Linking a gone process is an abnormal exit (NoProc): it ends w.
+    s.send(w.pid(), Msg::Link(never)).unwrap();
+    let outcome = w.join();
+    assert!(
+        matches!(outcome, Err(ProcessError::Terminated)),
+        "{outcome:?}"
+    );
+    let mut downs = log.downs_of(w_pid);
+    downs.sort_by_key(|(p, _)| p.into_raw());
+    assert_eq!(
+        downs,
+        vec![(gone_pid, ExitReason::NoProc), (never, ExitReason::NoProc)]
+    );
+}
+
+#[test]
+fn each_way_of_ending_is_told_with_its_reason() {
+    let s = scheduler();
+    let log = Arc::new(Log::default());
+    let w = spawn(&s, &log);
+    let targets: Vec<JoinHandle<Node>> = (0..4).map(|_| spawn(&s, &log)).collect();
+    for t in &targets {
+        s.send(w.pid(), Msg::Monitor(t.pid())).unwrap();
+    }
+    wait_until("the monitors are registered", || {
+        targets
+            .iter()
+            .all(|t| info(&s, t.pid()).is_some_and(|i| i.monitored_by == 1))
+    });
+    assert_eq!(info(&s, w.pid()).unwrap().monitors, 4);
+    s.send(targets[0].pid(), Msg::Finish).unwrap();
+    s.send(targets[1].pid(), Msg::Fail).unwrap();
+    s.send(targets[2].pid(), Msg::Panic).unwrap();
+    s.terminate(targets[3].pid()).unwrap();
+    wait_until("four Downs", || log.count() == 4);
+    let mut got = log.downs_of(w.pid());
+    got.sort_by_key(|(p, _)| p.into_raw());
+    let reasons: Vec<String> = got.iter().map(|(_, r)| format!("{r:?}")).collect();
+    let f = targets[1].pid();
+    let p = targets[2].pid();
+    assert_eq!(
+        reasons,
+        vec![
+            "Done".to_owned(),
+            format!("Failed(\"\\\"{f} failed on purpose\\\"\")"),
+            format!("Panicked(\"{p} panicked on purpose\")"),
+            "Terminated".to_owned(),
+        ]
+    );
+    assert_eq!(
+        info(&s, w.pid()).unwrap().monitors,
+        0,
+        "each Down ends its monitor"
+    );
+}
+
+/// A watcher waiting for a completion (Blocked) is woken by its `Down`, as
+/// by any completion (a worker claims it and hands the `Down` over, or
+/// pushes it and notifies); a monitor request, which wakes only an idle
+/// target, leaves a Blocked one asleep, and its end still tells the
+/// watcher (its `close` drains the request).
+#[test]
+fn a_blocked_watcher_is_woken_by_its_down_and_a_blocked_target_is_not_by_a_request() {
+    let s = scheduler();
+    let log = Arc::new(Log::default());
+    let (w, t) = blocked_watcher(&s, &log);
+    let blocked = |p: Pid| info(&s, p).is_some_and(|i| i.state == Lifecycle::Blocked);
+    s.send(t.pid(), Msg::Finish).unwrap();
+    wait_until("the Down", || log.count() == 1);
+    assert_eq!(log.downs_of(w.pid()), vec![(t.pid(), ExitReason::Done)]);
+
+    // A Blocked target: a second watcher's request does not wake it.
+    let v = spawn(&s, &log);
+    let u = spawn(&s, &log);
+    s.send(u.pid(), Msg::Wait).unwrap();
+    wait_until("the target waits", || blocked(u.pid()));
+    let steps = info(&s, u.pid()).unwrap().steps;
+    s.send(v.pid(), Msg::Monitor(u.pid())).unwrap();
+    wait_until("the watcher has sent its request", || {
+        info(&s, v.pid()).is_some_and(|i| i.monitors == 1)
+    });
+    // A wrong wake would step it within these 20 ms; a slow machine can
+    // only hide one (the check then passes), never fail a right run.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let now = info(&s, u.pid()).unwrap();
+    assert_eq!((now.state, now.steps), (Lifecycle::Blocked, steps));
+    s.terminate(u.pid()).unwrap();
+    wait_until("its Down", || log.count() == 2);
+    assert_eq!(
+        log.downs_of(v.pid()),
+        vec![(u.pid(), ExitReason::Terminated)]
+    );
+}
+
+/// A Blocked watcher holds messages its target sent before it ended
+/// (messages do not wake it); the target's `Down` claims it, and comes
+/// after every one of them, also when the watcher's steps take them two
+/// at a time (`max_events_per_step(2)`): the handed-over `Down` waits for
+/// the step that drains the mailbox, as it would behind them in it.
+#[test]
+fn a_down_handed_to_a_blocked_watcher_comes_after_its_targets_messages() {
+    let s: Scheduler<Node> = Scheduler::builder()
+        .workers(2)
+        .max_events_per_step(2)
+        .build()
+        .unwrap();
+    let log = Arc::new(Log::default());
+    let (w, t) = blocked_watcher(&s, &log);
+    s.send(t.pid(), Msg::NotesThenFinish(w.pid(), 5)).unwrap();
+    wait_until("the Down", || log.count() == 1);
+    let order: Vec<Option<u32>> = (log.order.lock().unwrap().iter())
+        .filter(|(to, _)| *to == w.pid())
+        .map(|(_, e)| *e)
+        .collect();
+    assert_eq!(order, [Some(0), Some(1), Some(2), Some(3), Some(4), None]);
+}
+
+/// One step's requests to two targets, interleaved: each target gets its
+/// own in the step's order (they are sent per target, under one notify
+/// each), so `t` ends linked and watched once, `u` unwatched; out of order
+/// `t` could be watched twice (two monitors after the demonitor) or not at
+/// all.
+#[test]
+fn a_steps_requests_reach_each_target_in_order() {
+    let s = scheduler();
+    let log = Arc::new(Log::default());
+    let w = spawn(&s, &log);
+    let (t, u) = (spawn(&s, &log), spawn(&s, &log));
+    let u_steps = |s: &Scheduler<Node>| info(s, u.pid()).map_or(0, |i| i.steps);
+    wait_until("u's first step", || u_steps(&s) == 1);
+    s.send(w.pid(), Msg::Interleaved(t.pid(), u.pid())).unwrap();
+    wait_until("t registers the link and the monitor", || {
+        info(&s, t.pid()).is_some_and(|i| i.links == 1 && i.monitored_by >= 1)
+    });
+    // `u` stepped for the message sent after its requests: it had
+    // registered both by then (signals are collected before a step).
+    wait_until("u's step for the message", || u_steps(&s) == 2);
+    assert_eq!(info(&s, u.pid()).unwrap().monitored_by, 0);
+    let (ti, wi) = (info(&s, t.pid()).unwrap(), info(&s, w.pid()).unwrap());
+    assert_eq!((ti.monitored_by, ti.links), (1, 1));
+    assert_eq!((wi.monitors, wi.links), (1, 1));
+    s.send(t.pid(), Msg::Finish).unwrap();
+    wait_until("the Down", || log.count() == 1);
+    assert_eq!(log.downs_of(w.pid()), vec![(t.pid(), ExitReason::Done)]);
+    s.send(w.pid(), Msg::Finish).unwrap();
+    s.send(u.pid(), Msg::Finish).unwrap();
+    assert!(w.join().is_ok(), "a normal end of a link ends no one");
+    assert!(u.join().is_ok());
+}
+
+#[test]
+fn a_monitor_set_with_the_spawn_sees_the_childs_real_end() {
+    let s = scheduler();
+    let log = Arc::new(Log::default());
+    let parent = spawn(&s, &log);
+    for _ in 0..50 {
+        s.send(parent.pid(), Msg::SpawnAndMonitor).unwrap();
+    }
+    wait_until("fifty Downs", || log.count() == 50);
+    for (_, reason) in log.downs_of(parent.pid()) {
+        assert!(matches!(reason, ExitReason::Failed(_)), "{reason:?}");
+    }
+}
+
+#[test]
+fn a_monitoring_step_that_panics_with_downs_pending_wedges_nothing() {
+    let s = scheduler();
+    let log = Arc::new(Log::default());
+    let w = spawn(&s, &log);
+    let boss = spawn(&s, &log);
+    s.send(boss.pid(), Msg::Monitor(w.pid())).unwrap();
+    let targets: Vec<JoinHandle<Node>> = (0..50).map(|_| spawn(&s, &log)).collect();
+    for t in &targets {
+        s.send(w.pid(), Msg::Monitor(t.pid())).unwrap();
+    }
+    s.send(w.pid(), Msg::PanicOnDown).unwrap();
+    wait_until("w monitors all", || {
+        info(&s, w.pid()).unwrap().monitors == 50
+    });
+    for t in &targets {
+        s.send(t.pid(), Msg::Finish).unwrap();
+    }
+    assert!(matches!(w.join(), Err(ProcessError::Panicked(_))));
+    for t in targets {
+        assert!(t.join().is_ok());
+    }
+    wait_until("boss is told", || !log.downs_of(boss.pid()).is_empty());
+    let downs = log.downs_of(boss.pid());
+    assert!(
+        matches!(downs[..], [(_, ExitReason::Panicked(_))]),
+        "{downs:?}"
+    );
+    // The scheduler goes on.
+    let next = spawn(&s, &log);
+    s.send(next.pid(), Msg::Finish).unwrap();
+    assert!(next.join().is_ok());
+    let report = s.shutdown(common::ms(10_000));
+    assert_eq!(report.forced, 0, "{report:?}");
+}
+
+/// Monitors set while their targets end, from two threads and two
+/// workers: each yields exactly one `Down` (its reason or `NoProc`).
+/// Demonitors racing ends: no `Down` after the demonitor's step.
+#[test]
+fn racing_ends_yield_exactly_one_down_and_none_after_a_demonitor() {
+    let s = scheduler();
+    let log = Arc::new(Log::default());
+    let n = if cfg!(miri) { 20 } else { 2000 };
+    let watchers: Vec<JoinHandle<Node>> = (0..8).map(|_| spawn(&s, &log)).collect();
+    let targets: Vec<JoinHandle<Node>> = (0..n).map(|_| spawn(&s, &log)).collect();
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            for (i, t) in targets.iter().enumerate() {
+                let w = watchers[i % 8].pid();
+                s.send(w, Msg::Monitor(t.pid())).unwrap();
+                if i % 3 == 0 {
+                    s.send(w, Msg::Demonitor(t.pid())).unwrap();
+                }
+            }
+        });
+        scope.spawn(|| {
+            for t in &targets {
+                s.send(t.pid(), Msg::Finish).unwrap();
+            }
+        });
+    });
+    // A demonitored target may still be told, if its `Down` came in or
+    // before the demonitor's step; a kept one must be, once.
+    let kept: HashSet<Pid> = (targets.iter().enumerate())
+        .filter(|(i, _)| i % 3 != 0)
+        .map(|(_, t)| t.pid())
+        .collect();
+    let told = || {
+        let downs = log.downs.lock().unwrap();
+        downs.iter().filter(|(_, t, _)| kept.contains(t)).count()
+    };
+    wait_until("a Down per kept monitor", || told() >= kept.len());
+    for t in targets {
+        assert!(t.join().is_ok());
+    }
+    for w in &watchers {
+        s.send(w.pid(), Msg::Finish).unwrap();
+    }
+    for w in watchers {
+        assert!(w.join().is_ok());
+    }
+    // Every process has ended: nothing more can come.
+    let downs = log.downs.lock().unwrap();
+    let mut seen = HashSet::new();
+    for (w, t, reason) in downs.iter() {
+        assert!(seen.insert((*w, *t)), "two Downs for {t} at {w}");
+        assert!(
+            matches!(reason, ExitReason::Done | ExitReason::NoProc),
+            "{reason:?}"
+        );
+    }
+    drop(downs);
+    assert_eq!(told(), kept.len());
+    assert!(log.after_demonitor.lock().unwrap().is_empty());
+}

@@ -1,0 +1,243 @@
+//! Monitors and links (`src/sched/links.rs`): a `Down` comes exactly once
+//! per monitor, with the right reason, at once for a process already gone,
+//! never after a `demonitor`'s step, and never twice when the end races the
+//! monitor; a link chain dies from its head; a trapping process survives
+//! and sees each exit; churn leaves no entries; a panic in a monitoring
+//! step with `Down`s pending wedges nothing.
+//!
+//! ```text
+//! cargo test --test sched_links
+//! cargo test --release --test sched_links
+//! ```
+
+mod churn;
+mod downs;
+mod links;
+
+#[path = "../common/mod.rs"]
+mod common;
+use common::wait_until;
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use stepsched::process::state::Lifecycle;
+use stepsched::process::{
+    Event, ExitReason, NoCommand, Pid, Process, ProcessError, Status, StepOutput,
+};
+use stepsched::sched::{JoinHandle, Scheduler};
+
+/// What the test asks a node to do.
+#[derive(Debug, Clone)]
+enum Msg {
+    Monitor(Pid),
+    Demonitor(Pid),
+    Link(Pid),
+    Trap(bool),
+    /// Monitor and demonitor `.0`, `.1` times in this step (each pair
+    /// cancels out before it is sent: `apply_links`).
+    Churn(Pid, u32),
+    /// Monitor `.0` and `.1`, then demonitor both, `.2` times in this step
+    /// (interleaved, so each request is sent).
+    ChurnTwo(Pid, Pid, u32),
+    /// In one step: link `.0`, monitor `.1`, monitor `.0`, demonitor
+    /// `.1`, demonitor `.0`, monitor `.0` (the requests to each target go
+    /// out together, in this order: `send_requests`); then a message to
+    /// `.1`, which reaches it after the requests.
+    Interleaved(Pid, Pid),
+    Finish,
+    Fail,
+    Panic,
+    /// Spawn a child that fails at once, and monitor it in the same step.
+    SpawnAndMonitor,
+    /// Panic on the next `Down`.
+    PanicOnDown,
+    /// End this step waiting for a completion (`Status::Wait`: Blocked),
+    /// which only completions (a `Down` is one) wake.
+    Wait,
+    /// Send `.0` the notes 0, 1, ... (`.1` of them), then finish.
+    NotesThenFinish(Pid, u32),
+    /// A note, logged in `Log::order` by its receiver.
+    Note(u32),
+}
+
+/// Every `Down` any node saw: (watcher, target, reason), and `Down`s that
+/// came after their target was demonitored (must stay empty).
+#[derive(Default)]
+struct Log {
+    downs: Mutex<Vec<(Pid, Pid, ExitReason)>>,
+    after_demonitor: Mutex<Vec<(Pid, Pid)>>,
+    /// Notes and `Down`s in the order each receiver's steps saw them:
+    /// (receiver, `Some(note)` or `None` for a `Down`).
+    order: Mutex<Vec<(Pid, Option<u32>)>>,
+}
+
+impl Log {
+    fn downs_of(&self, watcher: Pid) -> Vec<(Pid, ExitReason)> {
+        let downs = self.downs.lock().unwrap();
+        (downs.iter())
+            .filter(|(w, ..)| *w == watcher)
+            .map(|(_, t, r)| (*t, r.clone()))
+            .collect()
+    }
+
+    fn count(&self) -> usize {
+        self.downs.lock().unwrap().len()
+    }
+}
+
+struct Node {
+    log: Arc<Log>,
+    /// Targets demonitored in an earlier step: no `Down` may name them.
+    demonitored: HashSet<Pid>,
+    /// Demonitored in this step: a `Down` collected with the step's
+    /// events may still come in it (the promise starts after the step).
+    demonitoring: Vec<Pid>,
+    panic_on_down: bool,
+    /// A child of `SpawnAndMonitor`: fails in its first step.
+    fail_first: bool,
+}
+
+impl Node {
+    fn new(log: &Arc<Log>) -> Self {
+        Node {
+            log: Arc::clone(log),
+            demonitored: HashSet::new(),
+            demonitoring: Vec::new(),
+            panic_on_down: false,
+            fail_first: false,
+        }
+    }
+}
+
+impl Process for Node {
+    type Input = ();
+    type Message = Msg;
+    type Command = NoCommand;
+    type Reply = ();
+    type Output = ();
+    type Error = String;
+
+    fn init(&mut self, method: &str, _: ()) -> Result<(), String> {
+        self.fail_first = method == "fail-first-step";
+        Ok(())
+    }
+
+    fn step(
+        &mut self,
+        events: &mut Vec<Event<Self>>,
+        out: &mut StepOutput<'_, Self>,
+    ) -> Result<(), String> {
+        let me = out.pid();
+        if self.fail_first {
+            return Err(format!("{me} failed at once"));
+        }
+        for event in events.drain(..) {
+            match event {
+                Event::Message(Msg::Monitor(t)) => {
+                    self.demonitored.remove(&t);
+                    self.demonitoring.retain(|d| *d != t);
+                    out.monitor(t);
+                }
+                Event::Message(Msg::Demonitor(t)) => {
+                    self.demonitoring.push(t);
+                    out.demonitor(t);
+                }
+                Event::Message(Msg::Link(t)) => out.link(t),
+                Event::Message(Msg::Trap(on)) => out.trap_exits(on),
+                Event::Message(Msg::Churn(t, n)) => {
+                    for _ in 0..n {
+                        out.monitor(t);
+                        out.demonitor(t);
+                    }
+                }
+                Event::Message(Msg::ChurnTwo(t, u, n)) => {
+                    for _ in 0..n {
+                        out.monitor(t);
+                        out.monitor(u);
+                        out.demonitor(t);
+                        out.demonitor(u);
+                    }
+                }
+                Event::Message(Msg::Interleaved(t, u)) => {
+                    out.link(t);
+                    out.monitor(u);
+                    out.monitor(t);
+                    out.demonitor(u);
+                    out.demonitor(t);
+                    out.monitor(t);
+                    out.send(u, Msg::Trap(false));
+                }
+                Event::Message(Msg::Finish) => out.done(()),
+                Event::Message(Msg::Fail) => return Err(format!("{me} failed on purpose")),
+                Event::Message(Msg::Panic) => panic!("{me} panicked on purpose"),
+                Event::Message(Msg::SpawnAndMonitor) => {
+                    let child = out
+                        .spawn(Node::new(&self.log), "fail-first-step", ())
+                        .expect("spawned");
+                    out.monitor(child);
+                }
+                Event::Message(Msg::PanicOnDown) => self.panic_on_down = true,
+                Event::Message(Msg::Wait) => out.set_status(Status::Wait),
+                Event::Message(Msg::NotesThenFinish(to, n)) => {
+                    (0..n).for_each(|i| out.send(to, Msg::Note(i)));
+                    out.done(());
+                }
+                Event::Message(Msg::Note(i)) => self.log.order.lock().unwrap().push((me, Some(i))),
+                Event::Cancel(_) => out.done(()),
+                Event::Down { pid, reason } => {
+                    self.log.order.lock().unwrap().push((me, None));
+                    if self.demonitored.contains(&pid) {
+                        self.log.after_demonitor.lock().unwrap().push((me, pid));
+                    }
+                    self.log.downs.lock().unwrap().push((me, pid, reason));
+                    if self.panic_on_down {
+                        panic!("{me} panicked on a Down");
+                    }
+                }
+                _ => {}
+            }
+        }
+        self.demonitored.extend(self.demonitoring.drain(..));
+        if out.status().is_none() {
+            out.set_status(Status::Idle);
+        }
+        Ok(())
+    }
+}
+
+fn scheduler() -> Scheduler<Node> {
+    Scheduler::builder().workers(2).build().unwrap()
+}
+
+fn spawn(s: &Scheduler<Node>, log: &Arc<Log>) -> JoinHandle<Node> {
+    s.submit_joinable(Node::new(log), "run", ()).ok().unwrap()
+}
+
+/// The PID of a process that has ended.
+fn ended(s: &Scheduler<Node>, log: &Arc<Log>) -> Pid {
+    let gone = spawn(s, log);
+    let pid = gone.pid();
+    s.send(pid, Msg::Finish).unwrap();
+    assert!(gone.join().is_ok());
+    pid
+}
+
+fn info(s: &Scheduler<Node>, pid: Pid) -> Option<stepsched::sched::ProcessInfo> {
+    s.processes().into_iter().find(|p| p.pid == pid)
+}
+
+/// A watcher `w` monitoring a target `t`, and then Blocked (waiting for a
+/// completion, which a `Down` is).
+fn blocked_watcher(s: &Scheduler<Node>, log: &Arc<Log>) -> (JoinHandle<Node>, JoinHandle<Node>) {
+    let (w, t) = (spawn(s, log), spawn(s, log));
+    s.send(w.pid(), Msg::Monitor(t.pid())).unwrap();
+    wait_until("the monitor is registered", || {
+        info(s, t.pid()).is_some_and(|i| i.monitored_by == 1)
+    });
+    s.send(w.pid(), Msg::Wait).unwrap();
+    wait_until("the watcher waits", || {
+        info(s, w.pid()).is_some_and(|i| i.state == Lifecycle::Blocked)
+    });
+    (w, t)
+}
