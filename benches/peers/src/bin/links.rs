@@ -142,7 +142,11 @@ impl Process for Bench {
         events: &mut Vec<Event<Self>>,
         out: &mut StepOutput<'_, Self>,
     ) -> Result<(), ()> {
-        let mut down = false;
+        // When a watcher saw its `Down`: read as the event is matched, as
+        // tokio's watcher reads the clock as soon as its `await` returns
+        // and Go's as soon as its receive does, not after the rest of the
+        // step's bookkeeping (the loop's end, the role's match).
+        let mut down = None;
         for event in events.drain(..) {
             match event {
                 Event::Message(Msg::Finish) | Event::Cancel(_) => out.done(()),
@@ -150,7 +154,7 @@ impl Process for Bench {
                     FAILED.store(now_ns(self.base), Ordering::Relaxed);
                     return Err(());
                 }
-                Event::Down { .. } => down = true,
+                Event::Down { .. } => down = Some(now_ns(self.base)),
                 _ => {}
             }
         }
@@ -193,8 +197,7 @@ impl Process for Bench {
             }
             Role::Idle => {}
             Role::Watcher { left, started, lat } => {
-                if down {
-                    let seen = now_ns(self.base);
+                if let Some(seen) = down {
                     lat.lock()
                         .unwrap()
                         .push(seen - STAMP.load(Ordering::Relaxed));
@@ -202,7 +205,7 @@ impl Process for Bench {
                 }
                 if *left == 0 {
                     out.done(());
-                } else if down || !*started {
+                } else if down.is_some() || !*started {
                     *started = true;
                     let child = Bench {
                         role: Role::Stamp,
