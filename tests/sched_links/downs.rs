@@ -111,6 +111,30 @@ fn a_blocked_watcher_is_woken_by_its_down_and_a_blocked_target_is_not_by_a_reque
     );
 }
 
+/// A monitor request that reaches its target while the target runs its
+/// last step: the target takes no further step to collect it, so its
+/// `close` finds it in the mailbox, registers it, and tells the watcher
+/// of this end (`Done`), not of a process already gone (`NoProc`).
+#[test]
+fn a_request_reaching_a_target_in_its_last_step_is_told_of_that_end() {
+    let s = scheduler();
+    let log = Arc::new(Log::default());
+    let (w, t) = (spawn(&s, &log), spawn(&s, &log));
+    let flag = Arc::new(AtomicBool::new(false));
+    let state = |p: Pid| info(&s, p).map(|i| i.state);
+    // `t` spins on one worker (from Idle, Running is that step); `w`
+    // monitors it from the other, and lets it finish in its next step,
+    // after its request was sent.
+    wait_until("t is idle", || state(t.pid()) == Some(Lifecycle::Idle));
+    s.send(t.pid(), Msg::FinishWhen(Arc::clone(&flag))).unwrap();
+    wait_until("t spins", || state(t.pid()) == Some(Lifecycle::Running));
+    s.send(w.pid(), Msg::MonitorThenSet(t.pid(), flag)).unwrap();
+    let t_pid = t.pid();
+    assert!(joined(t).is_ok());
+    wait_until("the Down", || log.count() == 1);
+    assert_eq!(log.downs_of(w.pid()), vec![(t_pid, ExitReason::Done)]);
+}
+
 /// A Blocked watcher holds messages its target sent before it ended
 /// (messages do not wake it); the target's `Down` claims it, and comes
 /// after every one of them, also when the watcher's steps take them two

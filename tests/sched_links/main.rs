@@ -16,9 +16,10 @@ mod links;
 
 #[path = "../common/mod.rs"]
 mod common;
-use common::wait_until;
+use common::{joined, wait_until};
 
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use stepsched::process::state::Lifecycle;
@@ -59,6 +60,14 @@ enum Msg {
     NotesThenFinish(Pid, u32),
     /// A note, logged in `Log::order` by its receiver.
     Note(u32),
+    /// Spin in this step until the flag is set, then finish: a process
+    /// that is Running when requests reach it, and ends without another
+    /// step (its `close` drains them).
+    FinishWhen(Arc<AtomicBool>),
+    /// Monitor `.0`, and set the flag in the next step (this one returns
+    /// `Continue`): by then the request has reached `.0`'s mailbox, sent
+    /// after this step.
+    MonitorThenSet(Pid, Arc<AtomicBool>),
 }
 
 /// Every `Down` any node saw: (watcher, target, reason), and `Down`s that
@@ -96,6 +105,8 @@ struct Node {
     panic_on_down: bool,
     /// A child of `SpawnAndMonitor`: fails in its first step.
     fail_first: bool,
+    /// To set in the next step (`MonitorThenSet`).
+    set_next: Option<Arc<AtomicBool>>,
 }
 
 impl Node {
@@ -106,6 +117,7 @@ impl Node {
             demonitoring: Vec::new(),
             panic_on_down: false,
             fail_first: false,
+            set_next: None,
         }
     }
 }
@@ -131,6 +143,9 @@ impl Process for Node {
         let me = out.pid();
         if self.fail_first {
             return Err(format!("{me} failed at once"));
+        }
+        if let Some(flag) = self.set_next.take() {
+            flag.store(true, Ordering::Release);
         }
         for event in events.drain(..) {
             match event {
@@ -184,6 +199,20 @@ impl Process for Node {
                     out.done(());
                 }
                 Event::Message(Msg::Note(i)) => self.log.order.lock().unwrap().push((me, Some(i))),
+                Event::Message(Msg::FinishWhen(flag)) => {
+                    let deadline = std::time::Instant::now() + common::ms(60_000);
+                    while !flag.load(Ordering::Acquire) {
+                        // A liveness guard: the test then fails on the reason.
+                        assert!(std::time::Instant::now() < deadline, "{me}: never set");
+                        std::thread::yield_now();
+                    }
+                    out.done(());
+                }
+                Event::Message(Msg::MonitorThenSet(t, flag)) => {
+                    out.monitor(t);
+                    self.set_next = Some(flag);
+                    out.set_status(Status::Continue);
+                }
                 Event::Cancel(_) => out.done(()),
                 Event::Down { pid, reason } => {
                     self.log.order.lock().unwrap().push((me, None));
