@@ -99,7 +99,7 @@ impl<P: Process> SpareExtras<P> {
     /// existing part.
     #[cold]
     #[inline(never)]
-    fn take(&mut self) -> Box<Extra<P>> {
+    pub(crate) fn take(&mut self) -> Box<Extra<P>> {
         self.0.pop().unwrap_or_else(Extra::new)
     }
 

@@ -283,6 +283,11 @@ impl Links {
     }
 
     /// The process that ended this one through a link, if any.
+    // These getters are `#[inline]` because they are not generic: without
+    // it the worker, generic and so compiled in the embedder's crate,
+    // calls them out of line, through the GOT, on the way from an end to
+    // its watchers.
+    #[inline]
     pub fn killed_by(&self) -> Option<Pid> {
         self.killed_by
     }
@@ -290,11 +295,13 @@ impl Links {
     /// The processes to tell when this one ends, as a `Down` each: its
     /// watchers. (The worker's farewell goes through them, then through
     /// [`linked`](Self::linked), an `Exit` each.)
+    #[inline]
     pub fn watchers(&self) -> &[Pid] {
         self.watchers.as_slice()
     }
 
     /// The processes linked with this one.
+    #[inline]
     pub fn linked(&self) -> &[Pid] {
         self.linked.as_slice()
     }

@@ -342,6 +342,7 @@ impl<P: Process> Local<P> {
 }
 
 /// How an outcome is told to watchers.
+#[inline]
 pub(super) fn exit_reason<P: Process>(outcome: &Outcome<P>) -> ExitReason {
     match outcome {
         Ok(_) => ExitReason::Done,
