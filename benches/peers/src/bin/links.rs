@@ -15,8 +15,10 @@
 //! - `down`: from a process's last step to its watcher's step that sees the
 //!   `Down` (p50, p99 and the mean of p10-p90 over `samples`): the watcher
 //!   spawns the target and monitors it in the same step, the target stamps
-//!   the clock and finishes. tokio: a watcher task spawns the target task
-//!   and awaits its `JoinHandle`. Each window holds the cost of one clock
+//!   the clock and finishes, and the watcher reads the clock as its step
+//!   matches the `Down`. tokio: a watcher task spawns the target task,
+//!   awaits its `JoinHandle` and reads the clock as the `await` returns
+//!   (Go: as its receive returns). Each window holds the cost of one clock
 //!   read (the gap between two back-to-back reads: the end of the first
 //!   read and the start of the second), printed beside them, and the
 //!   middle means net of it: what the scheduler itself took. The Go and
