@@ -316,9 +316,10 @@ impl<P: Process> Local<P> {
         }
     }
 
-    /// Ends a process's monitors and links (`links` taken from its body by
-    /// `close`, with the signals its mailbox still held applied): a `Down`
-    /// to each watcher, an `Exit` to each linked process.
+    /// Ends a process's monitors and links (`links`, in the extra part
+    /// `close` took from its body, with the signals its mailbox still held
+    /// applied): a `Down` to each watcher, an `Exit` to each linked
+    /// process.
     pub(super) fn farewell(
         &mut self,
         slot: &Slot<P>,
