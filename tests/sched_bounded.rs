@@ -3,8 +3,10 @@
 //! `Event::Refused`) receives every accepted message exactly once and in
 //! each sender's order, and every refused one went back to its sender;
 //! `send_timeout` parks until a drain makes room, or hands the message
-//! back; completions, cancels and terminates are never refused; per-process
-//! options override the builder's default; a 0 capacity is refused.
+//! back; completions, cancels and terminates are never refused; a process
+//! closed with messages queued gives their places back to its slot;
+//! per-process options override the builder's default; a 0 capacity is
+//! refused.
 //!
 //! ```text
 //! cargo test --test sched_bounded
@@ -16,7 +18,7 @@ use common::Held;
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread;
 
 use stepsched::process::{Command, Event, Pid, Process, SpawnOptions, Status, StepOutput};
@@ -86,6 +88,12 @@ enum Role {
     /// Yields a command and waits; counts what it gets; ends at a message
     /// `u64::MAX`.
     Holder { seen: Arc<AtomicU64> },
+    /// Spawns a `Holder` with a mailbox of `capacity` in its first step,
+    /// leaves its PID in `child`, and ends.
+    Spawner {
+        capacity: u32,
+        child: Arc<Mutex<Option<Pid>>>,
+    },
 }
 
 struct Node(Role);
@@ -225,6 +233,16 @@ impl Process for Node {
                 }
                 out.yield_command(seen.load(Ordering::Relaxed), Hold);
                 out.set_status(Status::Wait);
+            }
+            Role::Spawner { capacity, child } => {
+                let holder = Node(Role::Holder {
+                    seen: Arc::new(AtomicU64::new(0)),
+                });
+                let options = SpawnOptions::new().mailbox_capacity(*capacity);
+                let pid = (out.spawn_with(holder, "", (), options))
+                    .map_err(|e| format!("spawn refused: {e}"))?;
+                *child.lock().unwrap() = Some(pid);
+                out.done(0);
             }
         }
         Ok(())
@@ -389,6 +407,51 @@ fn completions_cancels_and_terminates_are_never_refused() {
     ));
     scheduler.terminate(pid).unwrap();
     common::wait_until("the holder to end", || scheduler.live() == 0);
+    assert!(!scheduler.shutdown(common::ms(5_000)).timed_out);
+}
+
+/// A process closed with messages still queued in its bounded mailbox
+/// gives their places back (its `close` drains them): the places are
+/// counted per slot, over its incarnations, so the next process in the
+/// slot would otherwise start with less room than its capacity.
+#[test]
+fn a_closed_process_gives_back_the_places_of_what_it_left_queued() {
+    let held = Held::default();
+    // One worker: the slot the first holder frees goes to that worker's
+    // free cache (last in, first out), from which the spawner's step on
+    // the same worker takes it for the second.
+    let scheduler = Scheduler::builder()
+        .workers(1)
+        .handler("hold", held.handler())
+        .build()
+        .unwrap();
+    let (first, _) = holder(&scheduler, &held, SpawnOptions::new().mailbox_capacity(2));
+    scheduler.send(first, (0, 1)).unwrap();
+    scheduler.send(first, (0, 2)).unwrap();
+    // Blocked on its command: terminated, it closes at its start, with
+    // both messages still queued.
+    scheduler.terminate(first).unwrap();
+    common::wait_until("the first holder to end", || scheduler.live() == 0);
+    let before = held.lock().len();
+    let child = Arc::new(Mutex::new(None));
+    let spawner = Node(Role::Spawner {
+        capacity: 2,
+        child: Arc::clone(&child),
+    });
+    scheduler.submit(spawner, "", ()).unwrap();
+    held.wait_for("the second holder's command", before + 1);
+    let second = child.lock().unwrap().expect("spawned");
+    assert_eq!(
+        second.index(),
+        first.index(),
+        "the second holder is not in the first one's slot: the test proves nothing"
+    );
+    scheduler.send(second, (0, 1)).unwrap();
+    scheduler.send(second, (0, 2)).unwrap();
+    assert!(matches!(
+        scheduler.send(second, (0, 3)),
+        Err(SendError::Full(_))
+    ));
     assert!(!scheduler.shutdown(common::ms(5_000)).timed_out);
 }
 
