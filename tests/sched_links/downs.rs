@@ -135,6 +135,46 @@ fn a_request_reaching_a_target_in_its_last_step_is_told_of_that_end() {
     assert_eq!(log.downs_of(w.pid()), vec![(t_pid, ExitReason::Done)]);
 }
 
+/// A watcher that ends in the step that brings its `Down`, leaving that
+/// step's events unread: its `close` reports the message among them as
+/// undelivered, and not the `Down` (a `Down` is owed to no one else).
+#[test]
+fn a_down_left_unread_by_an_ending_step_is_not_reported_undelivered() {
+    let undelivered = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&undelivered);
+    let s: Scheduler<Node> = Scheduler::builder()
+        .workers(2)
+        .on_undelivered(move |pid, event| {
+            let what = match event {
+                Event::Message(Msg::Note(i)) => format!("note {i}"),
+                Event::Down { .. } => "Down".to_owned(),
+                _ => "other".to_owned(),
+            };
+            seen.lock().unwrap().push((pid, what));
+        })
+        .build()
+        .unwrap();
+    let log = Arc::new(Log::default());
+    let (w, t) = (spawn(&s, &log), spawn(&s, &log));
+    s.send(w.pid(), Msg::Monitor(t.pid())).unwrap();
+    s.send(w.pid(), Msg::LeaveOnDown).unwrap();
+    s.send(w.pid(), Msg::Wait).unwrap();
+    wait_until("the watcher waits, its monitor registered", || {
+        info(&s, w.pid()).is_some_and(|i| i.state == Lifecycle::Blocked)
+            && info(&s, t.pid()).is_some_and(|i| i.monitored_by == 1)
+    });
+    // A message does not wake a Blocked process: the note waits in the
+    // mailbox and comes with the `Down` (after it in the step's events).
+    s.send(w.pid(), Msg::Note(7)).unwrap();
+    s.send(t.pid(), Msg::Finish).unwrap();
+    let w_pid = w.pid();
+    assert!(joined(w).is_ok());
+    assert_eq!(
+        *undelivered.lock().unwrap(),
+        vec![(w_pid, "note 7".to_owned())]
+    );
+}
+
 /// A Blocked watcher holds messages its target sent before it ended
 /// (messages do not wake it); the target's `Down` claims it, and comes
 /// after every one of them, also when the watcher's steps take them two

@@ -68,6 +68,9 @@ enum Msg {
     /// `Continue`): by then the request has reached `.0`'s mailbox, sent
     /// after this step.
     MonitorThenSet(Pid, Arc<AtomicBool>),
+    /// From the next step on, end at a step that brings a `Down`, leaving
+    /// every event of that step in its vector (its `close` reports them).
+    LeaveOnDown,
 }
 
 /// Every `Down` any node saw: (watcher, target, reason), and `Down`s that
@@ -107,6 +110,8 @@ struct Node {
     fail_first: bool,
     /// To set in the next step (`MonitorThenSet`).
     set_next: Option<Arc<AtomicBool>>,
+    /// `LeaveOnDown`.
+    leave_on_down: bool,
 }
 
 impl Node {
@@ -118,6 +123,7 @@ impl Node {
             panic_on_down: false,
             fail_first: false,
             set_next: None,
+            leave_on_down: false,
         }
     }
 }
@@ -146,6 +152,10 @@ impl Process for Node {
         }
         if let Some(flag) = self.set_next.take() {
             flag.store(true, Ordering::Release);
+        }
+        if self.leave_on_down && events.iter().any(|e| matches!(e, Event::Down { .. })) {
+            out.done(());
+            return Ok(());
         }
         for event in events.drain(..) {
             match event {
@@ -208,6 +218,7 @@ impl Process for Node {
                     }
                     out.done(());
                 }
+                Event::Message(Msg::LeaveOnDown) => self.leave_on_down = true,
                 Event::Message(Msg::MonitorThenSet(t, flag)) => {
                     out.monitor(t);
                     self.set_next = Some(flag);
