@@ -15,7 +15,7 @@ mod common;
 use std::future::Future;
 use std::pin::pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc::{RecvError, TryRecvError};
+use std::sync::mpsc::{RecvError, RecvTimeoutError, TryRecvError};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
 use std::thread;
@@ -267,6 +267,12 @@ fn shutdown_disconnects_a_receiver_after_what_was_forwarded() {
     assert!(!report.timed_out);
     assert_eq!(report.stuck, 0);
     assert_eq!(inbox.recv(), Ok(Msg::Value(7)));
+    // With a timeout first, so that a receiver left open fails the test
+    // instead of hanging it; then `recv` too, which must not wait.
+    assert_eq!(
+        inbox.recv_timeout(common::ms(60_000)),
+        Err(RecvTimeoutError::Disconnected)
+    );
     assert_eq!(inbox.recv(), Err(RecvError));
     assert_eq!(block_on(inbox.recv_async()).0, Err(RecvError));
     assert!(scheduler.mailbox().is_err(), "refused after shutdown");
