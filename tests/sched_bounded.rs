@@ -3,10 +3,10 @@
 //! `Event::Refused`) receives every accepted message exactly once and in
 //! each sender's order, and every refused one went back to its sender;
 //! `send_timeout` parks until a drain makes room, or hands the message
-//! back; completions, cancels and terminates are never refused; a process
-//! closed with messages queued gives their places back to its slot;
-//! per-process options override the builder's default; a 0 capacity is
-//! refused.
+//! back, or learns at once that the process ended; completions, cancels and
+//! terminates are never refused; a process closed with messages queued
+//! gives their places back to its slot; per-process options override the
+//! builder's default; a 0 capacity is refused.
 //!
 //! ```text
 //! cargo test --test sched_bounded
@@ -379,6 +379,42 @@ fn send_timeout_waits_for_a_drain_or_hands_the_message_back() {
     });
     held.wait_for("the holder's next command", 1);
     common::wait_until("the third message", || seen.load(Ordering::Relaxed) >= 3);
+    assert!(!scheduler.shutdown(common::ms(5_000)).timed_out);
+}
+
+/// A sender waiting for room in a full mailbox whose process then ends
+/// is woken by that end (the `close` that gives the queued message's place
+/// back tells waiting senders, as a step's drain does) and told the
+/// process finished, not left to its timeout.
+#[test]
+fn a_sender_waiting_for_room_learns_of_the_end_at_once() {
+    let held = Held::default();
+    let scheduler = held_scheduler(&held);
+    let (pid, _) = holder(&scheduler, &held, SpawnOptions::new().mailbox_capacity(1));
+    scheduler.send(pid, (0, 1)).unwrap();
+    thread::scope(|s| {
+        s.spawn(|| {
+            // After the send below has begun to wait (on a slow machine it
+            // may find the process gone instead: the test then passes
+            // without the wait, never fails a right run).
+            thread::sleep(common::ms(20));
+            scheduler.terminate(pid).unwrap();
+        });
+        let timeout = common::ms(60_000);
+        let start = std::time::Instant::now();
+        match scheduler.send_timeout(pid, (0, 2), timeout) {
+            Err(SendError::Finished((0, 2))) => {}
+            other => panic!("expected Finished at the end, got {other:?}"),
+        }
+        // Left to its timeout, it would also find the process gone: what
+        // tells a wake from a timeout is the time. A wake takes far less
+        // than half the timeout on any machine (a liveness margin, not a
+        // timing goal).
+        assert!(
+            start.elapsed() < timeout / 2,
+            "the sender was not woken by the end, only by its timeout"
+        );
+    });
     assert!(!scheduler.shutdown(common::ms(5_000)).timed_out);
 }
 
