@@ -37,7 +37,7 @@ fn monitor_demonitor_churn_leaves_no_entries() {
     });
     for p in [t, u, w] {
         s.send(p.pid(), Msg::Finish).unwrap();
-        assert!(p.join().is_ok());
+        assert!(joined(p).is_ok());
     }
     assert_eq!(log.count(), 0, "no Down after a demonitor");
 }
@@ -63,9 +63,9 @@ fn a_same_step_pair_on_a_watched_target_still_demonitors_it() {
         info(&s, t_pid).is_some_and(|i| i.monitored_by == 0)
     });
     s.send(t_pid, Msg::Finish).unwrap();
-    assert!(t.join().is_ok());
+    assert!(joined(t).is_ok());
     s.send(w_pid, Msg::Finish).unwrap();
-    assert!(w.join().is_ok());
+    assert!(joined(w).is_ok());
     assert_eq!(log.downs_of(w_pid), vec![]);
 }
 
@@ -86,7 +86,7 @@ fn a_monitor_and_demonitor_in_one_step_leave_nothing_behind() {
     wait_until("w has stepped", || info(&s, w.pid()).unwrap().steps >= 1);
     assert_eq!(info(&s, t.pid()).unwrap().monitored_by, 0);
     s.send(t.pid(), Msg::Fail).unwrap();
-    assert!(t.join().is_err());
+    assert!(joined(t).is_err());
     let u = spawn(&s, &log);
     let u_pid = u.pid();
     s.send(w.pid(), Msg::Churn(u_pid, 2)).unwrap();
@@ -95,9 +95,9 @@ fn a_monitor_and_demonitor_in_one_step_leave_nothing_behind() {
         info(&s, u_pid).is_some_and(|i| i.monitored_by == 1)
     });
     s.send(u_pid, Msg::Finish).unwrap();
-    assert!(u.join().is_ok());
+    assert!(joined(u).is_ok());
     wait_until("u's Down", || log.count() == 1);
     s.send(w.pid(), Msg::Finish).unwrap();
-    assert!(w.join().is_ok());
+    assert!(joined(w).is_ok());
     assert_eq!(log.downs_of(w_pid), vec![(u_pid, ExitReason::Done)]);
 }

@@ -19,7 +19,7 @@ fn a_monitor_of_an_ended_or_unknown_pid_gives_noproc_at_once() {
     wait_until("two Downs", || log.count() == 2);
     // Linking a gone process is an abnormal exit (NoProc): it ends w.
     s.send(w.pid(), Msg::Link(never)).unwrap();
-    let outcome = w.join();
+    let outcome = joined(w);
     assert!(
         matches!(outcome, Err(ProcessError::Terminated)),
         "{outcome:?}"
@@ -227,8 +227,8 @@ fn a_steps_requests_reach_each_target_in_order() {
     assert_eq!(log.downs_of(w.pid()), vec![(t.pid(), ExitReason::Done)]);
     s.send(w.pid(), Msg::Finish).unwrap();
     s.send(u.pid(), Msg::Finish).unwrap();
-    assert!(w.join().is_ok(), "a normal end of a link ends no one");
-    assert!(u.join().is_ok());
+    assert!(joined(w).is_ok(), "a normal end of a link ends no one");
+    assert!(joined(u).is_ok());
 }
 
 #[test]
@@ -263,9 +263,9 @@ fn a_monitoring_step_that_panics_with_downs_pending_wedges_nothing() {
     for t in &targets {
         s.send(t.pid(), Msg::Finish).unwrap();
     }
-    assert!(matches!(w.join(), Err(ProcessError::Panicked(_))));
+    assert!(matches!(joined(w), Err(ProcessError::Panicked(_))));
     for t in targets {
-        assert!(t.join().is_ok());
+        assert!(joined(t).is_ok());
     }
     wait_until("boss is told", || !log.downs_of(boss.pid()).is_empty());
     let downs = log.downs_of(boss.pid());
@@ -276,7 +276,7 @@ fn a_monitoring_step_that_panics_with_downs_pending_wedges_nothing() {
     // The scheduler goes on.
     let next = spawn(&s, &log);
     s.send(next.pid(), Msg::Finish).unwrap();
-    assert!(next.join().is_ok());
+    assert!(joined(next).is_ok());
     let report = s.shutdown(common::ms(10_000));
     assert_eq!(report.forced, 0, "{report:?}");
 }
@@ -319,13 +319,13 @@ fn racing_ends_yield_exactly_one_down_and_none_after_a_demonitor() {
     };
     wait_until("a Down per kept monitor", || told() >= kept.len());
     for t in targets {
-        assert!(t.join().is_ok());
+        assert!(joined(t).is_ok());
     }
     for w in &watchers {
         s.send(w.pid(), Msg::Finish).unwrap();
     }
     for w in watchers {
-        assert!(w.join().is_ok());
+        assert!(joined(w).is_ok());
     }
     // Every process has ended: nothing more can come.
     let downs = log.downs.lock().unwrap();

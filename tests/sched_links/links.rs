@@ -20,7 +20,7 @@ fn a_link_chain_dies_from_its_head() {
         dump.iter().map(|p| p.links as usize).sum::<usize>() == 2 * (n - 1)
     });
     s.send(chain[0].pid(), Msg::Fail).unwrap();
-    let mut outcomes = chain.into_iter().map(JoinHandle::join);
+    let mut outcomes = chain.into_iter().map(joined);
     assert!(matches!(
         outcomes.next(),
         Some(Err(ProcessError::Failed(_)))
@@ -56,5 +56,5 @@ fn a_trapping_process_survives_and_sees_each_exit() {
     assert_eq!(failed, 5);
     assert_eq!(info(&s, trapper.pid()).unwrap().links, 0);
     s.send(trapper.pid(), Msg::Finish).unwrap();
-    assert!(trapper.join().is_ok(), "the trapper lived on");
+    assert!(joined(trapper).is_ok(), "the trapper lived on");
 }

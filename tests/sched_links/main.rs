@@ -259,7 +259,7 @@ fn ended(s: &Scheduler<Node>, log: &Arc<Log>) -> Pid {
     let gone = spawn(s, log);
     let pid = gone.pid();
     s.send(pid, Msg::Finish).unwrap();
-    assert!(gone.join().is_ok());
+    assert!(joined(gone).is_ok());
     pid
 }
 
