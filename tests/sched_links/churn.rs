@@ -1,5 +1,6 @@
 //! Monitor and demonitor churn leaves no entries, and same-step pairs
-//! cancel out as they should.
+//! cancel out as they should; an ended process leaves no counts in its
+//! slot.
 
 use super::*;
 
@@ -100,4 +101,36 @@ fn a_monitor_and_demonitor_in_one_step_leave_nothing_behind() {
     s.send(w.pid(), Msg::Finish).unwrap();
     assert!(joined(w).is_ok());
     assert_eq!(log.downs_of(w_pid), vec![(u_pid, ExitReason::Done)]);
+}
+
+/// A process that ends watched and linked leaves no counts in its slot:
+/// the next process there, which uses neither, shows none in the dump
+/// (the dump reads the slot's counts, which a process without links never
+/// publishes). One worker: the freed slot goes to that worker's free cache
+/// (last in, first out), from which a step on it spawns the next process.
+#[test]
+fn the_next_process_in_a_slot_shows_none_of_the_last_ones_counts() {
+    let s: Scheduler<Node> = Scheduler::builder().workers(1).build().unwrap();
+    let log = Arc::new(Log::default());
+    let (w, t) = (spawn(&s, &log), spawn(&s, &log));
+    let t_pid = t.pid();
+    s.send(w.pid(), Msg::Monitor(t_pid)).unwrap();
+    s.send(w.pid(), Msg::Link(t_pid)).unwrap();
+    wait_until("t is watched and linked", || {
+        info(&s, t_pid).is_some_and(|i| (i.monitored_by, i.links) == (1, 1))
+    });
+    s.send(t_pid, Msg::Finish).unwrap();
+    assert!(joined(t).is_ok());
+    let child = Arc::new(Mutex::new(None));
+    s.send(w.pid(), Msg::SpawnPlain(Arc::clone(&child)))
+        .unwrap();
+    wait_until("the child", || child.lock().unwrap().is_some());
+    let child = child.lock().unwrap().unwrap();
+    assert_eq!(
+        child.index(),
+        t_pid.index(),
+        "the child is not in t's slot: the test proves nothing"
+    );
+    let i = info(&s, child).expect("the child is live");
+    assert_eq!((i.monitors, i.monitored_by, i.links), (0, 0, 0));
 }

@@ -71,6 +71,8 @@ enum Msg {
     /// From the next step on, end at a step that brings a `Down`, leaving
     /// every event of that step in its vector (its `close` reports them).
     LeaveOnDown,
+    /// Spawn a child that uses no monitor or link, and leave its PID here.
+    SpawnPlain(Arc<Mutex<Option<Pid>>>),
 }
 
 /// Every `Down` any node saw: (watcher, target, reason), and `Down`s that
@@ -219,6 +221,10 @@ impl Process for Node {
                     out.done(());
                 }
                 Event::Message(Msg::LeaveOnDown) => self.leave_on_down = true,
+                Event::Message(Msg::SpawnPlain(into)) => {
+                    let child = out.spawn(Node::new(&self.log), "run", ()).expect("spawned");
+                    *into.lock().unwrap() = Some(child);
+                }
                 Event::Message(Msg::MonitorThenSet(t, flag)) => {
                     out.monitor(t);
                     self.set_next = Some(flag);
