@@ -1,6 +1,6 @@
 //! Monitor and demonitor churn leaves no entries, and same-step pairs
-//! cancel out as they should; an ended process leaves no counts in its
-//! slot.
+//! cancel out as they should; an idle target registers a request without
+//! a step; an ended process leaves no counts in its slot.
 
 use super::*;
 
@@ -133,4 +133,29 @@ fn the_next_process_in_a_slot_shows_none_of_the_last_ones_counts() {
     );
     let i = info(&s, child).expect("the child is live");
     assert_eq!((i.monitors, i.monitored_by, i.links), (0, 0, 0));
+}
+
+/// An Idle target that already has links, woken only by a monitor
+/// request, registers it and parks again without a step (its step would
+/// see no event). The first request to it does step it: its links part
+/// is made then, and records that its step ended Idle.
+#[test]
+fn an_idle_target_registers_a_request_without_a_step() {
+    let s = scheduler();
+    let log = Arc::new(Log::default());
+    let (v, w, t) = (spawn(&s, &log), spawn(&s, &log), spawn(&s, &log));
+    let watched = |n| info(&s, t.pid()).is_some_and(|i| i.monitored_by == n);
+    s.send(v.pid(), Msg::Monitor(t.pid())).unwrap();
+    wait_until("the first monitor", || watched(1));
+    wait_until("t idle again", || {
+        info(&s, t.pid()).is_some_and(|i| i.state == Lifecycle::Idle)
+    });
+    let steps = info(&s, t.pid()).unwrap().steps;
+    s.send(w.pid(), Msg::Monitor(t.pid())).unwrap();
+    wait_until("the second monitor", || watched(2));
+    // A wrong step would show within these 20 ms; a slow machine can
+    // only hide one (the check then passes), never fail a right run.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let now = info(&s, t.pid()).unwrap();
+    assert_eq!((now.state, now.steps), (Lifecycle::Idle, steps));
 }
