@@ -508,7 +508,7 @@ fn refused_messages_come_back_to_the_step_in_order_and_later_ones_are_held_back(
         });
         let burst = scheduler.submit_joinable(burst, "", ()).unwrap();
         // Idle after sending, it is woken by the refusals, and ends.
-        burst.join().unwrap();
+        common::joined(burst).unwrap();
         assert_eq!(*back.lock().unwrap(), (3..=count).collect::<Vec<_>>());
         assert!(!scheduler.shutdown(common::ms(5_000)).timed_out);
     }
