@@ -153,9 +153,15 @@ fn an_idle_target_registers_a_request_without_a_step() {
     let steps = info(&s, t.pid()).unwrap().steps;
     s.send(w.pid(), Msg::Monitor(t.pid())).unwrap();
     wait_until("the second monitor", || watched(2));
-    // A wrong step would show within these 20 ms; a slow machine can
-    // only hide one (the check then passes), never fail a right run.
-    std::thread::sleep(std::time::Duration::from_millis(20));
-    let now = info(&s, t.pid()).unwrap();
-    assert_eq!((now.state, now.steps), (Lifecycle::Idle, steps));
+    // The registration is published before the step is decided: a wrong
+    // step is under way by now, and the note, sent after, takes a step of
+    // its own. So one step more than before, not two, with no sleep.
+    s.send(t.pid(), Msg::Note(1)).unwrap();
+    wait_until("t's step with the note", || {
+        log.order.lock().unwrap().contains(&(t.pid(), Some(1)))
+    });
+    wait_until("t idle after it", || {
+        info(&s, t.pid()).is_some_and(|i| i.state == Lifecycle::Idle)
+    });
+    assert_eq!(info(&s, t.pid()).unwrap().steps, steps + 1);
 }
