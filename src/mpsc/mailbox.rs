@@ -221,6 +221,42 @@ impl<T> Mailbox<T> {
         unsafe { list::push_node(&self.head, cache.take(), item) };
     }
 
+    /// Whether no push has claimed a place after the items already popped:
+    /// `false` as soon as a push has swapped `head`, even while it is still
+    /// linking (the [mid-link window](Mailbox#the-mid-link-window-designmd-trap-4)),
+    /// so a consumer that sees `true` knows that every push ordered before
+    /// the call (by the synchronization that orders the consumers) was
+    /// popped. Never waits.
+    ///
+    /// # Safety
+    ///
+    /// As [`Mailbox::pop`]: only the current consumer may ask, since the
+    /// answer compares `head` with the consumer's own `tail`.
+    ///
+    /// ```
+    /// let m = stepsched::mpsc::Mailbox::new();
+    /// // SAFETY: this thread is the only consumer.
+    /// assert!(unsafe { m.is_empty() });
+    /// m.push(1);
+    /// // SAFETY: as above.
+    /// assert!(!unsafe { m.is_empty() });
+    /// ```
+    pub unsafe fn is_empty(&self) -> bool {
+        // SAFETY: only the consumer touches `tail`, and the caller's
+        // contract makes us the only one.
+        let stub = self.tail.with(|tail| unsafe { *tail });
+        // Relaxed: the answer is about pushes ordered before the call by
+        // the synchronization that makes us the consumer (in the
+        // scheduler, a notify's Release RMW of the state word that the
+        // holder's `start` read with Acquire, loom: `receiver.rs`); such a
+        // push swapped `head` past `stub` before, and coherence makes this
+        // load see that swap or a later one. Nothing is read through the
+        // pointer. `head == stub` means nothing was claimed after the last
+        // pop: the stub is released only once a later node is linked after
+        // it, so it cannot be `head` again while it is ours.
+        self.head.load(Ordering::Relaxed) == stub
+    }
+
     /// Removes the oldest item and frees the node it releases, or returns
     /// `None` if there is none or the next one is still being linked by a
     /// producer (see the [mid-link window](Mailbox#the-mid-link-window-designmd-trap-4)).

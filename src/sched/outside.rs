@@ -24,9 +24,9 @@
 
 use super::error::{SendError, SpawnRefused};
 use super::shared::{phase, Shared};
-use super::table::{Occupant, Task};
+use super::table::{Occupant, Slot, Task};
 use super::Scheduler;
-use crate::process::state::{AfterStep, Park};
+use crate::process::state::{AfterStep, Park, Start};
 use crate::process::{Pid, Process};
 use crate::sync::{Arc, Condvar, Mutex, MutexGuard};
 use core::fmt;
@@ -36,6 +36,9 @@ use core::task::{Context, Poll, Waker};
 use std::collections::VecDeque;
 use std::sync::mpsc::{RecvError, RecvTimeoutError, TryRecvError};
 use std::time::{Duration, Instant};
+
+#[cfg(test)]
+mod tests;
 
 /// Where the forwarding worker leaves a receiver's messages.
 pub(crate) struct Inbox<M> {
@@ -383,6 +386,14 @@ impl<P: Process> Scheduler<P> {
     /// [`SpawnRefused`] if the scheduler is shutting down or at its process
     /// limit (a receiver takes a process slot).
     pub fn mailbox(&self) -> Result<Receiver<P>, SpawnRefused> {
+        let (receiver, slot) = self.insert_receiver()?;
+        first_step(&self.shared, slot);
+        Ok(receiver)
+    }
+
+    /// A receiver's slot, inserted (Ready, queued nowhere, not yet
+    /// stepped): the first half of [`mailbox`](Scheduler::mailbox).
+    fn insert_receiver(&self) -> Result<(Receiver<P>, &Slot<P>), SpawnRefused> {
         let shared = &self.shared;
         if shared.phase() != phase::RUNNING {
             return Err(SpawnRefused::ShuttingDown);
@@ -400,22 +411,12 @@ impl<P: Process> Scheduler<P> {
             shared.withdraw(slot);
             return Err(SpawnRefused::ShuttingDown);
         }
-        let pid = slot.pid();
-        // We hold the new slot (Ready, queued nowhere), as a creator does:
-        // instead of queueing it for a first step that would find nothing,
-        // we make that step ourselves. If anything reached it meanwhile (a
-        // sender that guessed the PID, a terminate, shutdown's cancel), the
-        // transition says so and a worker takes it from there.
-        let _ = slot.state.start();
-        match slot.state.end_step(Park::Idle) {
-            AfterStep::Parked => {}
-            AfterStep::Requeue | AfterStep::Close => shared.schedule_remote(Task::new(slot)),
-        }
-        Ok(Receiver {
-            pid,
+        let receiver = Receiver {
+            pid: slot.pid(),
             inbox,
             shared: std::sync::Arc::clone(shared),
-        })
+        };
+        Ok((receiver, slot))
     }
 
     /// Sends the request that `request` makes of a fresh receiver's PID to
@@ -462,5 +463,48 @@ impl<P: Process> Scheduler<P> {
             RecvTimeoutError::Timeout => CallError::TimedOut,
             RecvTimeoutError::Disconnected => CallError::ShutDown,
         })
+    }
+}
+
+/// The first step of a new receiver's slot, made by its creator: the slot
+/// is Ready and queued nowhere, so the creator holds it as a worker would.
+/// Instead of queueing it for a step that would find nothing to forward,
+/// the creator makes that step itself and parks it Idle. If anything
+/// reached it since its insert (a sender or a terminate that guessed the
+/// PID, shutdown's cancel), the slot is handed to a worker instead, Ready,
+/// so that the worker's `start` finds it as every queued process is found:
+///
+/// - a terminate before `start` (the word then carries `TERMINATE`), or
+///   between `start` and the end (`end_step` answers `Close`): only a
+///   worker closes a process, so the word goes back to Ready (a `Continue`
+///   end, which a terminating process is given) and the worker's `start`
+///   sees the terminate and takes the last step;
+/// - a message or cancel pushed while the slot was still Ready: its
+///   notify wrote the word without setting a bit (nothing to set on a
+///   queued process), so `end_step` cannot tell; the mailbox can, and a
+///   `Continue` end queues the slot for the worker to forward it.
+pub(crate) fn first_step<P: Process>(shared: &Shared<P>, slot: &Slot<P>) {
+    let start = slot.state.start();
+    debug_assert!(
+        !matches!(start, Start::Close),
+        "CLOSE is set only on a waiting process"
+    );
+    // SAFETY: `start` made the slot Running for us: we are its mailbox's
+    // only consumer until `end_step`, as a worker is for its step.
+    let empty = unsafe { slot.events.is_empty() };
+    let park = if empty { Park::Idle } else { Park::Continue };
+    let requeue = match slot.state.end_step(park) {
+        AfterStep::Parked => false,
+        AfterStep::Requeue => true,
+        // Still Running (a terminate came): a `Continue` end of a
+        // terminating process always requeues it.
+        AfterStep::Close => {
+            let again = slot.state.end_step(Park::Continue);
+            debug_assert_eq!(again, AfterStep::Requeue);
+            true
+        }
+    };
+    if requeue {
+        shared.schedule_remote(Task::new(slot));
     }
 }

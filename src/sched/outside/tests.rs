@@ -1,0 +1,103 @@
+//! A receiver's first step, made by its creator (`first_step`), against
+//! what can reach the slot between its insert and that step: a terminate
+//! (a thread that guessed the PID, a dropped receiver's, a brutal
+//! shutdown's forced close) and a message or cancel pushed while the slot
+//! is still Ready. The two halves of `mailbox` are called apart, so the
+//! race is staged, not hoped for; `loom-tests/tests/state.rs` proves the
+//! interleavings inside `first_step`.
+
+use super::*;
+use crate::process::{Event, NoCommand, Status, StepOutput};
+use std::sync::mpsc::RecvTimeoutError;
+
+/// Never submitted: the scheduler hosts only receivers here.
+struct Nothing;
+
+impl Process for Nothing {
+    type Input = ();
+    type Message = u32;
+    type Command = NoCommand;
+    type Reply = ();
+    type Output = ();
+    type Error = ();
+
+    fn init(&mut self, _: &str, _: ()) -> Result<(), ()> {
+        Ok(())
+    }
+
+    fn step(&mut self, _: &mut Vec<Event<Self>>, out: &mut StepOutput<'_, Self>) -> Result<(), ()> {
+        out.set_status(Status::Idle);
+        Ok(())
+    }
+}
+
+/// The liveness guard of every wait below: a hang becomes a failure; no
+/// timing claim.
+const GUARD: Duration = Duration::from_secs(60);
+
+fn scheduler() -> Scheduler<Nothing> {
+    Scheduler::builder()
+        .workers(2)
+        .build()
+        .expect("a scheduler")
+}
+
+/// A terminate that reaches the slot while it is Ready, before its
+/// creator's first step: the worker it is handed to closes it (it used to
+/// find it Running and panic on `start`'s assertion, which killed the
+/// worker and left the slot stuck), and the receiver learns that nothing
+/// more will come.
+#[test]
+fn a_receiver_terminated_before_its_first_step_is_closed_not_left_running() {
+    let s = scheduler();
+    let (receiver, slot) = s.insert_receiver().expect("a slot");
+    s.terminate(receiver.pid()).expect("a live receiver");
+    first_step(&s.shared, slot);
+    assert_eq!(
+        receiver.recv_timeout(GUARD),
+        Err(RecvTimeoutError::Disconnected)
+    );
+    let report = s.shutdown(GUARD);
+    assert_eq!(report.stuck, 0, "{report:?}");
+    assert_eq!(s.live(), 0);
+}
+
+/// A message pushed while the slot is Ready sets no wakeup bit (there is
+/// nothing to set on a queued process): the creator's first step sees it
+/// in the mailbox and hands the slot to a worker, which forwards it. (It
+/// used to park the slot Idle with the message queued and nobody to wake
+/// it.)
+#[test]
+fn a_message_sent_before_a_receivers_first_step_is_forwarded() {
+    let s = scheduler();
+    let (receiver, slot) = s.insert_receiver().expect("a slot");
+    s.send(receiver.pid(), 7).expect("a live receiver");
+    first_step(&s.shared, slot);
+    assert_eq!(receiver.recv_timeout(GUARD), Ok(7));
+    drop(receiver);
+    assert_eq!(s.shutdown(GUARD).stuck, 0);
+}
+
+/// A shutdown whose cancel reaches the slot while it is Ready: the
+/// receiver is ended by it, so `recv` returns `RecvError`, not a wait for
+/// ever.
+#[test]
+fn a_shutdown_before_a_receivers_first_step_ends_it() {
+    let s = scheduler();
+    let (receiver, slot) = s.insert_receiver().expect("a slot");
+    std::thread::scope(|scope| {
+        let stopping = scope.spawn(|| s.shutdown(GUARD));
+        // The shutdown's cancel of every live slot happens while this one
+        // is still Ready, or after its first step: either way it must end.
+        while s.shared.phase() == phase::RUNNING {
+            std::thread::yield_now();
+        }
+        first_step(&s.shared, slot);
+        assert_eq!(
+            receiver.recv_timeout(GUARD),
+            Err(RecvTimeoutError::Disconnected)
+        );
+        let report = stopping.join().expect("shutdown returns");
+        assert_eq!(report.stuck, 0, "{report:?}");
+    });
+}
