@@ -463,6 +463,7 @@ fn shutdown_cancels_queued_blocking_commands_and_abandons_running_ones_after_the
             blocking_cancelled: QUEUED,
             blocking_abandoned: RUNNING,
             timers_cancelled: 0,
+            worker_panics: 0,
         }
     );
     let (mut cancelled, mut forced) = (0, 0);

@@ -263,6 +263,7 @@ fn shutdown_closes_processes_blocked_forever_once_the_timeout_passed_and_counts_
             blocking_cancelled: 0,
             blocking_abandoned: 0,
             timers_cancelled: 0,
+            worker_panics: 0,
         }
     );
     assert!(took >= ms(200), "the timeout is a grace period: {took:?}");
@@ -306,6 +307,7 @@ fn shutdown_lets_processes_that_finish_on_cancel_complete_without_force() {
             blocking_cancelled: 0,
             blocking_abandoned: 0,
             timers_cancelled: 0,
+            worker_panics: 0,
         }
     );
     for handle in handles {
@@ -388,6 +390,7 @@ fn shutdown_closes_processes_that_keep_continuing() {
             blocking_cancelled: 0,
             blocking_abandoned: 0,
             timers_cancelled: 0,
+            worker_panics: 0,
         }
     );
     assert_all_shut_down(handles);

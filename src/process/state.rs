@@ -418,12 +418,20 @@ impl StateWord {
     /// If the process is not Ready (it was queued twice).
     #[inline]
     pub fn start(&self) -> Start {
+        self.try_start()
+            .expect("state word: start of a process not Ready")
+    }
+
+    /// [`start`](StateWord::start), or `None`, with the word unchanged, if
+    /// the process is not Ready (it was queued twice, or is held by a
+    /// party that did not queue it): the worker's way to refuse such a
+    /// task without a panic.
+    #[inline]
+    pub fn try_start(&self) -> Option<Start> {
         self.update(|s| {
-            assert_eq!(
-                s.lifecycle(),
-                Lifecycle::Ready,
-                "state word: start of a process not Ready"
-            );
+            if s.lifecycle() != Lifecycle::Ready {
+                return (None, None);
+            }
             let verdict = if s.0 & CLOSE != 0 {
                 Start::Close
             } else {
@@ -432,7 +440,7 @@ impl StateWord {
                 }
             };
             let next = s.with_lifecycle(Lifecycle::Running) & !(WOKEN | MESSAGED);
-            (Some(next), verdict)
+            (Some(next), Some(verdict))
         })
     }
 

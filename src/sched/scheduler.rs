@@ -108,6 +108,10 @@ pub struct ShutdownReport {
     /// [`send_after`](Scheduler::send_after) message among them goes to
     /// `on_undelivered`).
     pub timers_cancelled: usize,
+    /// Panics of the scheduler's own code contained on the workers during
+    /// the scheduler's life (see [`Stats::worker_panics`]). Zero unless
+    /// the scheduler has a bug.
+    pub worker_panics: u64,
 }
 
 impl<P: Process> Scheduler<P> {
@@ -153,6 +157,7 @@ impl<P: Process> Scheduler<P> {
             undelivered: AtomicU64::new(0),
             unknown_tags: AtomicU64::new(0),
             forced: AtomicU64::new(0),
+            worker_panics: AtomicU64::new(0),
             stopping: super::stopping::Stopping::new(),
             clock: CoarseClock::new(),
             trace,
@@ -495,6 +500,9 @@ impl<P: Process> Scheduler<P> {
         // Relaxed: the joins above order the workers' increments.
         let by_close = shared.timers.cancelled_by_shutdown.load(Ordering::Relaxed);
         report.timers_cancelled = by_close as usize + shared.close_timers();
+        // Relaxed: a statistic; the joins above order the workers' counts
+        // (and a stuck worker's may still move).
+        report.worker_panics = shared.worker_panics.load(Ordering::Relaxed);
         *stored = Some(report);
         report
     }

@@ -106,6 +106,8 @@ pub(crate) struct Shared<P: Process> {
     pub(crate) undelivered: AtomicU64,
     pub(crate) unknown_tags: AtomicU64,
     pub(crate) forced: AtomicU64,
+    /// Internal panics contained on the workers (`worker/contain.rs`).
+    pub(crate) worker_panics: AtomicU64,
     /// The thread waiting in `shutdown` for the processes to end.
     pub(crate) stopping: super::stopping::Stopping,
     /// Stamps process slots at each transition (see `clock.rs`).

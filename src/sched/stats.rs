@@ -138,6 +138,19 @@ pub struct Stats {
     /// abandoned and counted here, and the scheduler prints nothing (the
     /// panic hook of `std` reports the panic as usual).
     pub hook_panics: u64,
+    /// Panics of the scheduler's own code on a worker (an internal
+    /// assertion: a bug of the scheduler, never of user code, whose panics
+    /// are the process's outcome or a hook panic). Zero unless the
+    /// scheduler has a bug. Such a panic does not kill the worker: it is
+    /// caught around the task the worker ran, and the worker goes on with
+    /// its queues intact. The process it held is closed with
+    /// [`ProcessError::Panicked`](crate::process::ProcessError::Panicked)
+    /// (a message that names the scheduler), so its joiner, monitors and
+    /// links are told; the events its step was given and the messages it
+    /// sent then go to `on_undelivered`. A task whose process was not
+    /// Ready (queued twice) is not run, and counted here too, with a line
+    /// on standard error. Also in [`ShutdownReport::worker_panics`](super::ShutdownReport::worker_panics).
+    pub worker_panics: u64,
     /// Mailbox nodes allocated for messages sent from outside the workers
     /// ([`Scheduler::send`](super::Scheduler::send) and its kin). Such a
     /// message takes a node the workers freed (kept for outside senders
@@ -183,6 +196,7 @@ impl<P: Process> Scheduler<P> {
             undelivered: shared.undelivered.load(Ordering::Relaxed),
             unknown_tags: shared.unknown_tags.load(Ordering::Relaxed),
             hook_panics: shared.hooks.panics(),
+            worker_panics: shared.worker_panics.load(Ordering::Relaxed),
             outside_node_allocations: shared.depot.misses(),
             retired_slots: shared.table.retired(),
             global_queue_nonempty: !shared.global.is_empty(),

@@ -38,6 +38,11 @@
 //! due (one load when nothing is pending), and as a spinner, before
 //! stealing, every wheel that is due (`worker/timers.rs`, `timer/`).
 //!
+//! Each task runs under `catch_unwind` (`worker/contain.rs`): user code is
+//! contained where it is called, so a panic that reaches this far is the
+//! scheduler's own, and the worker survives it (see
+//! [`Stats::worker_panics`](super::Stats::worker_panics)).
+//!
 //! With nothing found it spins (rounds below `spin_tight`: a CPU pause),
 //! yields its thread (below `park_after`), then parks (see `idle.rs`)
 //! until woken or until the earliest timer of any wheel.
@@ -59,6 +64,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 mod close;
+mod contain;
 mod signals;
 mod step;
 mod timers;
@@ -231,7 +237,7 @@ impl<P: Process> Local<P> {
             if let Some(task) = self.find_local() {
                 self.found_work();
                 idle_rounds = 0;
-                self.run_task(task, watch);
+                self.run_contained(task, watch);
                 continue;
             }
             if shared.phase() == phase::EXITING {
@@ -253,7 +259,7 @@ impl<P: Process> Local<P> {
             if let Some(task) = self.steal() {
                 self.found_work();
                 idle_rounds = 0;
-                self.run_task(task, watch);
+                self.run_contained(task, watch);
                 continue;
             }
             idle_rounds += 1;

@@ -25,6 +25,12 @@ impl<P: Process> Local<P> {
         self.timer_tick = None;
         let pid = slot.pid();
         slot.state.complete();
+        #[cfg(test)]
+        super::contain::inject::check(
+            self.shared_addr(),
+            pid,
+            super::contain::inject::Stage::Close,
+        );
         let (process, joiner, carried, mut extra) = {
             // SAFETY: we still hold the process (Complete, not yet freed);
             // the borrow ends with this block, before `remove`.

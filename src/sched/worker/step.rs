@@ -34,9 +34,14 @@ impl<P: Process> Local<P> {
         // Before `start`: the dump reports it once the process is Running
         // (`figures.rs`); remote wakeups read it as a hint.
         slot.figures.ran_on(self.index);
-        let start = slot.state.start();
+        let Some(start) = slot.state.try_start() else {
+            // Not Ready: not ours to run (`contain.rs`).
+            return self.refuse_task(slot);
+        };
         slot.stamp(self.shared.clock.now());
         let pid = slot.pid();
+        #[cfg(test)]
+        super::contain::inject::check(self.shared_addr(), pid, super::contain::inject::Stage::Step);
         // Published for the long-step monitor: the step, its handlers and
         // `close` are the embedder's code, any of which may run long.
         let monitored = self.monitored;
@@ -415,7 +420,7 @@ impl<P: Process> Local<P> {
     /// (`apply_sends`). If the step's monitor or link requests woke a
     /// process (`apply_links`, before this), it holds `runnext`, and every
     /// child goes on the deque.
-    fn apply_spawns(&mut self) {
+    pub(super) fn apply_spawns(&mut self) {
         let mut moved = 0;
         for pid in self.effects.spawned.drain(..) {
             let slot = self
