@@ -112,16 +112,27 @@ impl Slot {
         answers
     }
 
-    /// The holder's drain (`collect_events` or `close`): a signal of
-    /// generation `me` goes to the body, another generation's is answered
-    /// (its answers returned, to push). Returns what `receive` said.
+    /// The holder's drain (`collect_events`): a signal of generation `me`
+    /// goes to the body, another generation's is answered (its answers
+    /// returned, to push). Returns what `receive` said.
     fn drain(&self, me: Pid) -> (Vec<Received>, Vec<(Pid, Signal)>) {
+        self.drain_as(me, false)
+    }
+
+    /// [`drain`](Self::drain), or `close`'s if `ending`: a signal of
+    /// generation `me` then goes to `Links::receive_ending` (an exit only
+    /// unlinks; nothing is received for a step).
+    fn drain_as(&self, me: Pid, ending: bool) -> (Vec<Received>, Vec<(Pid, Signal)>) {
         let mut received = Vec::new();
         let mut answers = Vec::new();
         // SAFETY: the caller holds the process (Running or Complete, not
         // yet freed; or every other thread has joined): the only consumer.
         while let Some((generation, signal)) = unsafe { self.events.pop() } {
-            if generation == me.generation() {
+            if generation == me.generation() && ending {
+                // SAFETY: as above: we hold the body.
+                self.links
+                    .with_mut(|l| unsafe { &mut *l }.receive_ending(signal));
+            } else if generation == me.generation() {
                 // SAFETY: as above: we hold the body.
                 received.push(self.links.with_mut(|l| unsafe { &mut *l }.receive(signal)));
             } else {
@@ -132,12 +143,16 @@ impl Slot {
         (received, answers)
     }
 
-    /// `close`: complete, drain, then the farewell signals to send.
+    /// `close`: complete, drain, then the farewell signals to send. An
+    /// exit drained here ends nothing: the process is told with the
+    /// `reason` it was closed with (`Local::farewell` tells `Linked` only
+    /// for a `killed_by` set before the close, which no model here sets).
     fn close(&self, me: Pid, reason: ExitReason) -> Vec<(Pid, Signal)> {
         self.state.complete();
-        let (_, mut out) = self.drain(me);
+        let (_, mut out) = self.drain_as(me, true);
         // SAFETY: we hold the process (Complete, not yet freed).
         let links = self.links.with_mut(|l| core::mem::take(unsafe { &mut *l }));
+        assert_eq!(links.killed_by(), None, "an exit drained at close ended it");
         // As the worker's `farewell`: a `Down` to each watcher, then an
         // `Exit` to each linked process.
         for &watcher in links.watchers() {

@@ -61,7 +61,11 @@
 //! only if the sender is still in its
 //! `linked` list (removing it, so an exit acts once): a normal end just
 //! unlinks, a trapping receiver gets `Event::Down`, any other is ended
-//! (reason [`ExitReason::Linked`]) before its next step.
+//! (reason [`ExitReason::Linked`]) before its next step. An exit that
+//! reaches a receiver already ending (its `close` drains it) only
+//! unlinks ([`Links::receive_ending`]): the receiver's watchers and links
+//! are told its own outcome, the one its joiner gets, and `Linked` only
+//! when the exit is what ended it.
 //!
 //! # Cost when unused
 //!
@@ -134,6 +138,17 @@ impl Signal {
         match *self {
             Signal::Monitor(from) => Some(Signal::Monitor(from)),
             Signal::Link(from) => Some(Signal::Link(from)),
+            _ => None,
+        }
+    }
+
+    /// The sender of an exit signal (`None` for any other signal).
+    #[inline]
+    pub fn exit_from(&self) -> Option<Pid> {
+        match *self {
+            Signal::Exit(from, _) | Signal::ExitLinked(from, _) | Signal::ExitPlain(from, _) => {
+                Some(from)
+            }
             _ => None,
         }
     }
@@ -255,6 +270,23 @@ impl Links {
             Signal::ExitPlain(from, plain) => return self.exited(from, plain.into()),
         }
         Received::Nothing
+    }
+
+    /// [`receive`](Self::receive) for a process that is ending (its
+    /// `close` drains its mailbox): a request is recorded, so that its
+    /// sender is told of this end; an exit only unlinks. It cannot end a
+    /// process already ending, nor change how it ended: what its watchers
+    /// and links are told is its own outcome, and `ExitReason::Linked`
+    /// only if an exit collected before a step ended it (`killed_by`).
+    pub fn receive_ending(&mut self, signal: Signal) {
+        match signal.exit_from() {
+            Some(from) => {
+                self.linked.remove(from);
+            }
+            None => {
+                let _ = self.receive(signal);
+            }
+        }
     }
 
     /// A `Down` about `target` for this process: whether it is passed on
@@ -490,6 +522,23 @@ mod tests {
             Received::Down(pid(2), ExitReason::NoProc)
         );
         assert_eq!(t.receive(exit(2, ExitReason::NoProc)), Received::Nothing);
+    }
+
+    /// An exit drained by a `close` unlinks and ends nothing, trapped or
+    /// not; requests drained there are recorded.
+    #[test]
+    fn an_exit_at_close_only_unlinks() {
+        for trap in [false, true] {
+            let mut b = Links::default();
+            b.trap_exits(trap);
+            b.link(pid(1), pid(2));
+            b.receive_ending(Signal::exit(pid(2), ExitReason::Terminated));
+            b.receive_ending(Signal::Monitor(pid(3)));
+            b.receive_ending(Signal::Link(pid(4)));
+            assert_eq!(b.killed_by(), None, "trap: {trap}");
+            assert_eq!(b.watchers(), [pid(3)]);
+            assert_eq!(b.linked(), [pid(4)]);
+        }
     }
 
     /// A list keeps two PIDs in place and more in a vector, and behaves

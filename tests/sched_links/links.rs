@@ -1,5 +1,6 @@
 //! Links: a chain of 1,000 dies from its head; a trapping process
-//! survives and sees each exit.
+//! survives and sees each exit; an exit drained at `close` leaves the
+//! process's own reason to its watchers and links.
 
 use super::*;
 
@@ -57,4 +58,105 @@ fn a_trapping_process_survives_and_sees_each_exit() {
     assert_eq!(info(&s, trapper.pid()).unwrap().links, 0);
     s.send(trapper.pid(), Msg::Finish).unwrap();
     assert!(joined(trapper).is_ok(), "the trapper lived on");
+}
+
+/// How an outcome is told, as `ExitReason` documents it.
+fn told(outcome: &stepsched::process::Outcome<Node>) -> ExitReason {
+    match outcome {
+        Ok(()) => ExitReason::Done,
+        Err(ProcessError::Failed(e)) => ExitReason::Failed(Summary::new(format!("{e:?}"))),
+        Err(ProcessError::Terminated) => ExitReason::Terminated,
+        other => panic!("not expected here: {other:?}"),
+    }
+}
+
+/// B ends by its last step (`end`; terminated during it if `terminate`),
+/// while the exit of A, linked to it, waits in its mailbox: A ended
+/// (failing if `a_fails`, else normally) during that step, so B's
+/// `close` drains the exit. B's watcher (W), a trapping process linked to
+/// B (C) and its joiner are all told the same reason, B's own; a
+/// non-trapping one linked to B (D) is ended only if that reason is
+/// abnormal. W is told A's own reason too.
+fn an_exit_drained_at_close_keeps_the_reason(
+    end: fn(Arc<AtomicBool>) -> Msg,
+    a_fails: bool,
+    terminate: bool,
+) {
+    let s = scheduler();
+    let log = Arc::new(Log::default());
+    let [a, b, c, d, w] = [(); 5].map(|_| spawn(&s, &log));
+    let (a_pid, b_pid) = (a.pid(), b.pid());
+    s.send(b_pid, Msg::Link(a_pid)).unwrap();
+    s.send(c.pid(), Msg::Trap(true)).unwrap();
+    s.send(c.pid(), Msg::Link(b_pid)).unwrap();
+    s.send(d.pid(), Msg::Link(b_pid)).unwrap();
+    s.send(w.pid(), Msg::Monitor(a_pid)).unwrap();
+    s.send(w.pid(), Msg::Monitor(b_pid)).unwrap();
+    wait_until("the links and monitors are set", || {
+        let (ai, bi) = (info(&s, a_pid).unwrap(), info(&s, b_pid).unwrap());
+        (ai.links, ai.monitored_by, bi.links, bi.monitored_by) == (1, 1, 3, 1)
+            && bi.state == Lifecycle::Idle
+    });
+    let flag = Arc::new(AtomicBool::new(false));
+    s.send(b_pid, end(Arc::clone(&flag))).unwrap();
+    wait_until("b's last step runs", || {
+        info(&s, b_pid).is_some_and(|i| i.state == Lifecycle::Running)
+    });
+    s.send(a_pid, if a_fails { Msg::Fail } else { Msg::Finish })
+        .unwrap();
+    // A's farewell is over (before its joiner is told): its exit is in
+    // B's mailbox, B being Running.
+    let a_told = told(&joined(a));
+    if terminate {
+        // Running: its step ends it (`Idle` here: closed `Terminated`).
+        s.terminate(b_pid).unwrap();
+    }
+    flag.store(true, Ordering::Release);
+    let b_outcome = joined(b);
+    let b_told = told(&b_outcome);
+    wait_until("the Downs", || {
+        log.downs_of(w.pid()).len() == 2 && log.downs_of(c.pid()).len() == 1
+    });
+    let mut w_downs = log.downs_of(w.pid());
+    w_downs.sort_by_key(|(p, _)| p.into_raw());
+    let mut expected = vec![(a_pid, a_told), (b_pid, b_told.clone())];
+    expected.sort_by_key(|(p, _)| p.into_raw());
+    assert_eq!(w_downs, expected, "the watcher, against the joiners");
+    assert_eq!(log.downs_of(c.pid()), vec![(b_pid, b_told.clone())], "C");
+    if b_told.is_normal() {
+        s.send(d.pid(), Msg::Finish).unwrap();
+        let d_outcome = joined(d);
+        assert!(
+            d_outcome.is_ok(),
+            "D ended with B's normal end: {d_outcome:?}"
+        );
+    } else {
+        let d_outcome = joined(d);
+        assert!(
+            matches!(d_outcome, Err(ProcessError::Terminated)),
+            "{d_outcome:?}"
+        );
+    }
+}
+
+#[test]
+fn a_normal_end_with_a_linked_exit_drained_at_close_is_told_as_done() {
+    an_exit_drained_at_close_keeps_the_reason(Msg::FinishWhen, true, false);
+}
+
+#[test]
+fn a_failure_with_a_normal_exit_drained_at_close_is_told_as_that_failure() {
+    an_exit_drained_at_close_keeps_the_reason(Msg::FailWhen, false, false);
+}
+
+#[test]
+fn two_linked_processes_failing_together_each_tell_their_own_failure() {
+    an_exit_drained_at_close_keeps_the_reason(Msg::FailWhen, true, false);
+}
+
+/// Terminated during its last step, with a linked exit drained at close:
+/// told `Terminated` (the terminate ended it), not `Linked`.
+#[test]
+fn a_terminate_with_a_linked_exit_drained_at_close_is_told_as_terminated() {
+    an_exit_drained_at_close_keeps_the_reason(Msg::IdleWhen, true, true);
 }

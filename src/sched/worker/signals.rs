@@ -320,6 +320,13 @@ impl<P: Process> Local<P> {
     /// `close` took from its body, with the signals its mailbox still held
     /// applied): a `Down` to each watcher, an `Exit` to each linked
     /// process.
+    ///
+    /// The reason told is the process's outcome, `Linked(by)` only if
+    /// `by`'s exit is what ended it: collected before a step
+    /// (`Before::Kill`, or handed over by a claim), it set `killed_by`, and
+    /// the process was closed `Terminated` for it. An exit `close` drained
+    /// sets nothing (`Links::receive_ending`), and one that set `killed_by`
+    /// before a shutdown closed the process leaves that outcome its own.
     pub(super) fn farewell(
         &mut self,
         slot: &Slot<P>,
@@ -327,9 +334,9 @@ impl<P: Process> Local<P> {
         links: &Links,
         outcome: &Outcome<P>,
     ) {
-        let reason = match links.killed_by() {
-            Some(by) => ExitReason::Linked(by),
-            None => exit_reason::<P>(outcome),
+        let reason = match (links.killed_by(), outcome) {
+            (Some(by), Err(ProcessError::Terminated)) => ExitReason::Linked(by),
+            _ => exit_reason::<P>(outcome),
         };
         for &watcher in links.watchers() {
             self.send_down(watcher, pid, &reason);
