@@ -2,8 +2,9 @@
 //! per monitor, with the right reason, at once for a process already gone,
 //! never after a `demonitor`'s step, and never twice when the end races the
 //! monitor; a link chain dies from its head; a trapping process survives
-//! and sees each exit; a process is told with its own reason, the one
-//! its joiner gets; churn leaves no entries; a panic in a monitoring step with
+//! and sees each exit, also of processes that linked it while it was
+//! Blocked; a process is told with its own reason, the one its joiner
+//! gets; churn leaves no entries; a panic in a monitoring step with
 //! `Down`s pending wedges nothing.
 //!
 //! ```text
