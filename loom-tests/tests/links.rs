@@ -12,7 +12,10 @@
 //! - the slot's next holder (`collect_events`): a stale request found in
 //!   the mailbox is answered too;
 //! - the watcher's own `receive`, which passes a `Down` once per monitor
-//!   and none after a `demonitor`.
+//!   and none after a `demonitor`;
+//! - a worker that claims a waiting receiver (`Local::send_signal`): the
+//!   signal is decided in its body (`Links::receive_handed`), but an exit
+//!   from a process not among its links goes into its mailbox instead.
 //!
 //! The worker's glue (`worker/signals.rs`, `worker/step.rs`) is not built
 //! under loom, so its sequence is restated here step by step, as
