@@ -12,7 +12,10 @@
 //! - the slot's next holder (`collect_events`): a stale request found in
 //!   the mailbox is answered too;
 //! - the watcher's own `receive`, which passes a `Down` once per monitor
-//!   and none after a `demonitor`.
+//!   and none after a `demonitor`;
+//! - a worker that claims a waiting receiver (`Local::send_signal`): the
+//!   signal is decided in its body (`Links::receive_handed`), but an exit
+//!   from a process not among its links goes into its mailbox instead.
 //!
 //! The worker's glue (`worker/signals.rs`, `worker/step.rs`) is not built
 //! under loom, so its sequence is restated here step by step, as
@@ -112,16 +115,27 @@ impl Slot {
         answers
     }
 
-    /// The holder's drain (`collect_events` or `close`): a signal of
-    /// generation `me` goes to the body, another generation's is answered
-    /// (its answers returned, to push). Returns what `receive` said.
+    /// The holder's drain (`collect_events`): a signal of generation `me`
+    /// goes to the body, another generation's is answered (its answers
+    /// returned, to push). Returns what `receive` said.
     fn drain(&self, me: Pid) -> (Vec<Received>, Vec<(Pid, Signal)>) {
+        self.drain_as(me, false)
+    }
+
+    /// [`drain`](Self::drain), or `close`'s if `ending`: a signal of
+    /// generation `me` then goes to `Links::receive_ending` (an exit only
+    /// unlinks; nothing is received for a step).
+    fn drain_as(&self, me: Pid, ending: bool) -> (Vec<Received>, Vec<(Pid, Signal)>) {
         let mut received = Vec::new();
         let mut answers = Vec::new();
         // SAFETY: the caller holds the process (Running or Complete, not
         // yet freed; or every other thread has joined): the only consumer.
         while let Some((generation, signal)) = unsafe { self.events.pop() } {
-            if generation == me.generation() {
+            if generation == me.generation() && ending {
+                // SAFETY: as above: we hold the body.
+                self.links
+                    .with_mut(|l| unsafe { &mut *l }.receive_ending(signal));
+            } else if generation == me.generation() {
                 // SAFETY: as above: we hold the body.
                 received.push(self.links.with_mut(|l| unsafe { &mut *l }.receive(signal)));
             } else {
@@ -132,12 +146,16 @@ impl Slot {
         (received, answers)
     }
 
-    /// `close`: complete, drain, then the farewell signals to send.
+    /// `close`: complete, drain, then the farewell signals to send. An
+    /// exit drained here ends nothing: the process is told with the
+    /// `reason` it was closed with (`Local::farewell` tells `Linked` only
+    /// for a `killed_by` set before the close, which no model here sets).
     fn close(&self, me: Pid, reason: ExitReason) -> Vec<(Pid, Signal)> {
         self.state.complete();
-        let (_, mut out) = self.drain(me);
+        let (_, mut out) = self.drain_as(me, true);
         // SAFETY: we hold the process (Complete, not yet freed).
         let links = self.links.with_mut(|l| core::mem::take(unsafe { &mut *l }));
+        assert_eq!(links.killed_by(), None, "an exit drained at close ended it");
         // As the worker's `farewell`: a `Down` to each watcher, then an
         // `Exit` to each linked process.
         for &watcher in links.watchers() {
@@ -464,5 +482,110 @@ impl Slot {
         (received.iter())
             .filter(|r| matches!(r, Received::Down(..)))
             .count()
+    }
+}
+
+/// X links T while T's step collects its events and parks waiting for a
+/// completion (`Park::Wait`: Blocked), then X fails. The request wakes as
+/// a message does, so it may wait in T's mailbox, T Blocked, when X's
+/// exit (a completion's wake) claims T (`Local::send_signal`). Whichever
+/// way, T is ended by that exit exactly once, after registering the link,
+/// and holds no link afterwards. The claimer decides in T's body only an
+/// exit from a process among T's links (`Links::receive_handed`), and
+/// pushes any other into T's mailbox, behind the request. Deciding every
+/// claimed exit in the body (`receive`) fails this model: the exit finds
+/// no link and is dropped, and the request, collected after it, links T
+/// to X, gone. The model fails too if a way the exit can go was never
+/// explored: decided in the body (T had collected the request); given
+/// back and pushed behind the request; pushed to a running T.
+#[test]
+fn an_exit_claiming_a_process_comes_after_its_senders_link_request() {
+    static WENT: [StdAtomicBool; 3] = [const { StdAtomicBool::new(false) }; 3];
+    let went = |way: usize| WENT[way].store(true, StdOrdering::Relaxed);
+    loom::model(move || {
+        let (t, t_pid) = Slot::running(0);
+        let (x, x_pid) = Slot::running(1);
+        let linker = {
+            let t = Arc::clone(&t);
+            thread::spawn(move || {
+                // X's step: `link(T)`. A request cannot claim T, Running or
+                // Blocked, with a message's wake: pushed and notified.
+                let (to, link) = x.request(|l| l.link(x_pid, t_pid));
+                assert!(!t.state.claim(to.generation(), Wake::Message));
+                assert!(matches!(t.deliver(to, link, Wake::Message), Sent::Queued));
+                // X fails: its close, and its farewell's exit to T.
+                let mut received = Vec::new();
+                for (to, exit) in x.close(x_pid, ExitReason::Terminated) {
+                    assert_eq!(to, t_pid);
+                    if t.state.claim(to.generation(), Wake::Completion) {
+                        // SAFETY: claimed: we hold T until we run it.
+                        let handed = t
+                            .links
+                            .with_mut(|l| unsafe { &mut *l }.receive_handed(exit));
+                        match handed {
+                            Ok(r) => {
+                                received.push(r);
+                                went(0);
+                            }
+                            Err(exit) => {
+                                // Held: pushed with no notify, then run.
+                                t.events.push((to.generation(), exit));
+                                went(1);
+                            }
+                        }
+                        received.extend(t.collect_run(t_pid));
+                        continue;
+                    }
+                    t.events.push((to.generation(), exit));
+                    match t.state.notify(to.generation(), Wake::Completion) {
+                        Notify::Schedule => received.extend(t.collect_run(t_pid)),
+                        // Running: its park sees the wakeup.
+                        Notify::Nothing => went(2),
+                        Notify::Finished | Notify::Stale => unreachable!("T lives"),
+                    }
+                }
+                received
+            })
+        };
+        // T's worker: the collection of T's step, then its park; a wakeup
+        // during the step runs it again.
+        let (mut received, answers) = t.drain(t_pid);
+        assert!(answers.is_empty());
+        match t.state.end_step(Park::Wait) {
+            AfterStep::Parked => {}
+            AfterStep::Requeue => received.extend(t.collect_run(t_pid)),
+            AfterStep::Close => unreachable!("nothing terminates T"),
+        }
+        received.extend(linker.join().unwrap());
+        let kills = (received.iter())
+            .filter(|r| matches!(r, Received::Kill(p) if *p == x_pid))
+            .count();
+        assert_eq!(kills, 1, "T ended {kills} times by X's exit: {received:?}");
+        // SAFETY: every other thread has joined.
+        let counts = t.links.with(|l| unsafe { &*l }.counts());
+        assert_eq!(counts, (0, 0, 0), "T linked to X, gone");
+        // SAFETY: as above.
+        assert!(unsafe { t.events.pop() }.is_none(), "an exit left behind");
+    });
+    for (way, went) in [
+        "decided in the body",
+        "pushed behind the request",
+        "pushed to a running T",
+    ]
+    .iter()
+    .zip(&WENT)
+    {
+        assert!(went.load(StdOrdering::Relaxed), "never explored: {way}");
+    }
+}
+
+impl Slot {
+    /// A worker that holds `me` (queued, Ready) runs it: `start`, then the
+    /// collection of its mailbox; returns what `receive` said.
+    fn collect_run(&self, me: Pid) -> Vec<Received> {
+        assert_eq!(self.state.start(), Start::Step { last: false });
+        let (received, answers) = self.drain(me);
+        assert!(answers.is_empty());
+        received
     }
 }

@@ -16,13 +16,18 @@ use core::fmt;
 /// | `Failed` | `{error, ..}` | returned an error from `step` (or `close` panicked after `Done`: `Panicked`) |
 /// | `Panicked` | `{panic, ..}` | panicked in `step`, `close` or a command handler |
 /// | `Terminated` | `kill` | was ended by [`Scheduler::terminate`](crate::sched::Scheduler::terminate) |
-/// | `Linked(pid)` | the linked reason | was ended by the abnormal end of `pid`, a process linked to it that it did not trap |
+/// | `Linked(pid)` | the linked reason | was ended by the abnormal end of `pid`, a process linked to it that it did not trap (its outcome: `Terminated`) |
 /// | `Shutdown` | `shutdown` | was closed by the scheduler's shutdown |
 /// | `NoProc` | `noproc` | had already ended, or never existed, when the monitor or link was set |
 ///
 /// Only `Done` is a normal end: a linked process that does not trap exits
 /// is terminated by any other reason (see
 /// [`StepOutput::link`](super::StepOutput::link)).
+///
+/// The reason is always the process's own outcome, the one its joiner
+/// gets: an exit that reaches a process already ending (during its last
+/// step, or once a terminate or shutdown closes it) changes nothing, and
+/// two linked processes that fail together each tell their own failure.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ExitReason {
@@ -35,8 +40,10 @@ pub enum ExitReason {
     /// [`Scheduler::terminate`](crate::sched::Scheduler::terminate) ended it.
     Terminated,
     /// A process linked to it ended abnormally, and this one did not trap
-    /// exits: it was ended too (its outcome is
-    /// [`ProcessError::Terminated`](super::ProcessError::Terminated)).
+    /// exits: it was ended by that exit, before another step (its outcome
+    /// is [`ProcessError::Terminated`](super::ProcessError::Terminated)).
+    /// Told only then: a process that ended by itself, or by a terminate,
+    /// with that exit on its way is told with its own reason.
     Linked(super::Pid),
     /// The scheduler's shutdown closed it.
     Shutdown,

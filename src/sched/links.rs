@@ -16,7 +16,9 @@
 //! ([`StateWord::claim`](crate::process::state::StateWord::claim): the
 //! CAS a notify would make, Idle to Ready, with nothing pushed), and,
 //! holding it, does at once what the receiver's collection would do with
-//! the item (below); a receiver it cannot claim gets the item as above.
+//! the item (below); a receiver it cannot claim gets the item as above,
+//! and so does an exit from a process the claimed receiver is not linked
+//! with (below, "An exit behind its link").
 //! That is how a `Down` reaches a waiting watcher, and an exit the next
 //! waiting link of a chain, without a mailbox node (`Local::send_down`,
 //! `Local::send_signal`; loom:
@@ -61,7 +63,37 @@
 //! only if the sender is still in its
 //! `linked` list (removing it, so an exit acts once): a normal end just
 //! unlinks, a trapping receiver gets `Event::Down`, any other is ended
-//! (reason [`ExitReason::Linked`]) before its next step.
+//! (reason [`ExitReason::Linked`]) before its next step. An exit that
+//! reaches a receiver already ending (its `close` drains it) only
+//! unlinks ([`Links::receive_ending`]): the receiver's watchers and links
+//! are told its own outcome, the one its joiner gets, and `Linked` only
+//! when the exit is what ended it.
+//!
+//! # An exit behind its link
+//!
+//! The claim keeps the mailbox's order for what the receiver has
+//! collected, not for what a Blocked receiver still holds: a request does
+//! not wake it (a message's wake), so `link(t)` from `x` may leave
+//! `Link(x)` in `t`'s mailbox when `x` ends and its exit (a completion's
+//! wake) claims `t`. Decided in `t`'s body, that exit would find no link
+//! and be dropped, and the request, collected after it, would link `t` to
+//! a process gone: never ended by it, never told of it. So a claimer
+//! decides in the body only an exit from a process among the links
+//! ([`Links::receive_handed`]); any other it pushes into `t`'s mailbox
+//! (with no notify: it holds `t`, and queues it), where it comes after
+//! every request its sender pushed before it ended, and `t`'s collection
+//! decides: `Link(x)` first, then the exit acts on the new link as on any
+//! (ending `t`, or a `Down` if it traps, or an unlink if `x` ended
+//! normally); with no such request it is dropped, as an exit from a
+//! process not linked always is (unlinked meanwhile, or a second exit for
+//! one link). A process that uses no links never meets this, and an exit
+//! to a linked process is handed over as before, after the look at
+//! `linked` that `receive` makes anyway. Why not the other ways: a link
+//! request that woke a Blocked process would step it with the messages it
+//! is not waiting for; and exits from unknown processes, kept until their
+//! `Link` came, would never be cleared for an exit that crossed an
+//! `unlink`. (loom:
+//! `an_exit_claiming_a_process_comes_after_its_senders_link_request`.)
 //!
 //! # Cost when unused
 //!
@@ -134,6 +166,17 @@ impl Signal {
         match *self {
             Signal::Monitor(from) => Some(Signal::Monitor(from)),
             Signal::Link(from) => Some(Signal::Link(from)),
+            _ => None,
+        }
+    }
+
+    /// The sender of an exit signal (`None` for any other signal).
+    #[inline]
+    pub fn exit_from(&self) -> Option<Pid> {
+        match *self {
+            Signal::Exit(from, _) | Signal::ExitLinked(from, _) | Signal::ExitPlain(from, _) => {
+                Some(from)
+            }
             _ => None,
         }
     }
@@ -255,6 +298,37 @@ impl Links {
             Signal::ExitPlain(from, plain) => return self.exited(from, plain.into()),
         }
         Received::Nothing
+    }
+
+    /// [`receive`](Self::receive) for a process that is ending (its
+    /// `close` drains its mailbox): a request is recorded, so that its
+    /// sender is told of this end; an exit only unlinks. It cannot end a
+    /// process already ending, nor change how it ended: what its watchers
+    /// and links are told is its own outcome, and `ExitReason::Linked`
+    /// only if an exit collected before a step ended it (`killed_by`).
+    pub fn receive_ending(&mut self, signal: Signal) {
+        match signal.exit_from() {
+            Some(from) => {
+                self.linked.remove(from);
+            }
+            None => {
+                let _ = self.receive(signal);
+            }
+        }
+    }
+
+    /// [`receive`](Self::receive) for a worker that claimed this process
+    /// while it waited (`Local::send_signal`): it holds the body, not the
+    /// mailbox's order. An exit from a process not among the links is
+    /// given back (`Err`), to go through the mailbox: a `Link` request
+    /// from that process may still wait there (module docs, "An exit
+    /// behind its link").
+    #[inline]
+    pub fn receive_handed(&mut self, signal: Signal) -> Result<Received, Signal> {
+        match signal.exit_from() {
+            Some(from) if !self.linked.contains(from) => Err(signal),
+            _ => Ok(self.receive(signal)),
+        }
     }
 
     /// A `Down` about `target` for this process: whether it is passed on
@@ -490,6 +564,23 @@ mod tests {
             Received::Down(pid(2), ExitReason::NoProc)
         );
         assert_eq!(t.receive(exit(2, ExitReason::NoProc)), Received::Nothing);
+    }
+
+    /// An exit drained by a `close` unlinks and ends nothing, trapped or
+    /// not; requests drained there are recorded.
+    #[test]
+    fn an_exit_at_close_only_unlinks() {
+        for trap in [false, true] {
+            let mut b = Links::default();
+            b.trap_exits(trap);
+            b.link(pid(1), pid(2));
+            b.receive_ending(Signal::exit(pid(2), ExitReason::Terminated));
+            b.receive_ending(Signal::Monitor(pid(3)));
+            b.receive_ending(Signal::Link(pid(4)));
+            assert_eq!(b.killed_by(), None, "trap: {trap}");
+            assert_eq!(b.watchers(), [pid(3)]);
+            assert_eq!(b.linked(), [pid(4)]);
+        }
     }
 
     /// A list keeps two PIDs in place and more in a vector, and behaves

@@ -2,8 +2,10 @@
 //! per monitor, with the right reason, at once for a process already gone,
 //! never after a `demonitor`'s step, and never twice when the end races the
 //! monitor; a link chain dies from its head; a trapping process survives
-//! and sees each exit; churn leaves no entries; a panic in a monitoring
-//! step with `Down`s pending wedges nothing.
+//! and sees each exit, also of processes that linked it while it was
+//! Blocked; a process is told with its own reason, the one its joiner
+//! gets; churn leaves no entries; a panic in a monitoring step with
+//! `Down`s pending wedges nothing.
 //!
 //! ```text
 //! cargo test --test sched_links
@@ -24,7 +26,7 @@ use std::sync::{Arc, Mutex};
 
 use stepsched::process::state::Lifecycle;
 use stepsched::process::{
-    Event, ExitReason, NoCommand, Pid, Process, ProcessError, Status, StepOutput,
+    Event, ExitReason, NoCommand, Pid, Process, ProcessError, Status, StepOutput, Summary,
 };
 use stepsched::sched::{JoinHandle, Scheduler};
 
@@ -64,6 +66,10 @@ enum Msg {
     /// that is Running when requests reach it, and ends without another
     /// step (its `close` drains them).
     FinishWhen(Arc<AtomicBool>),
+    /// As `FinishWhen`, failing instead (`Err` from the step).
+    FailWhen(Arc<AtomicBool>),
+    /// As `FinishWhen`, ending the step `Idle` instead.
+    IdleWhen(Arc<AtomicBool>),
     /// Monitor `.0`, and set the flag in the next step (this one returns
     /// `Continue`): by then the request has reached `.0`'s mailbox, sent
     /// after this step.
@@ -212,13 +218,13 @@ impl Process for Node {
                 }
                 Event::Message(Msg::Note(i)) => self.log.order.lock().unwrap().push((me, Some(i))),
                 Event::Message(Msg::FinishWhen(flag)) => {
-                    let deadline = std::time::Instant::now() + common::ms(60_000);
-                    while !flag.load(Ordering::Acquire) {
-                        // A liveness guard: the test then fails on the reason.
-                        assert!(std::time::Instant::now() < deadline, "{me}: never set");
-                        std::thread::yield_now();
-                    }
+                    spin_until(&flag, me);
                     out.done(());
+                }
+                Event::Message(Msg::IdleWhen(flag)) => spin_until(&flag, me),
+                Event::Message(Msg::FailWhen(flag)) => {
+                    spin_until(&flag, me);
+                    return Err(format!("{me} failed on purpose"));
                 }
                 Event::Message(Msg::LeaveOnDown) => self.leave_on_down = true,
                 Event::Message(Msg::SpawnPlain(into)) => {
@@ -249,6 +255,16 @@ impl Process for Node {
             out.set_status(Status::Idle);
         }
         Ok(())
+    }
+}
+
+/// Spins in `me`'s step until `flag` is set (`FinishWhen` and its kin).
+fn spin_until(flag: &AtomicBool, me: Pid) {
+    let deadline = std::time::Instant::now() + common::ms(60_000);
+    while !flag.load(Ordering::Acquire) {
+        // A liveness guard: the test then fails on the reason.
+        assert!(std::time::Instant::now() < deadline, "{me}: never set");
+        std::thread::yield_now();
     }
 }
 

@@ -107,13 +107,14 @@ impl<P: Process> Local<P> {
                 // for it (`timer/mod.rs`).
                 Item::Timer(_) => {}
                 // Requests that came since its last step: a monitor or link
-                // set now is told of this end below, like earlier ones.
+                // set now is told of this end below, like earlier ones. An
+                // exit only unlinks: it came too late to end this process,
+                // which is told as it ended (`Links::receive_ending`).
                 Item::Signal(signal) if to == pid => {
                     let extra = extra.get_or_insert_with(|| self.spare_extras.take());
-                    let _ = extra
-                        .links
+                    (extra.links)
                         .get_or_insert_with(Default::default)
-                        .receive(signal);
+                        .receive_ending(signal);
                 }
                 Item::Signal(signal) => self.answer(to, signal),
             }

@@ -154,17 +154,53 @@ impl<P: Process> Local<P> {
     /// it has collected all that was notified to it (a Blocked one may
     /// hold messages: see `before_step`). Loom:
     /// `a_signal_handed_to_a_parking_process_is_received_once`.
+    ///
+    /// A Blocked one may also hold link requests (a request does not wake
+    /// it), and an exit's sender may be linking it: `Link(x)` queued, then
+    /// `x`'s exit, which claims it. Decided in the body, that exit would
+    /// find `x` among no links and be dropped, and the queued request link
+    /// the process to a dead one. So an exit from a process not among the
+    /// links is not decided here (`Links::receive_handed` gives it back):
+    /// it goes into the mailbox, behind any request its sender made
+    /// before it ended ([`exit_behind_requests`](Self::exit_behind_requests)).
+    /// Loom: `an_exit_claiming_a_process_comes_after_its_senders_link_request`.
     pub(super) fn send_signal(&mut self, to: Pid, signal: Signal, kind: Wake) {
         let handed = self.hand_to_waiting(to, kind, signal, |local, body, signal| {
-            if let Some(down) = local.receive_signal(body, signal) {
-                let extra = body.extra_from(&mut local.spare_extras);
-                debug_assert!(extra.down.is_none(), "one holding a Down is not waiting");
-                extra.down = Some(down);
+            match body
+                .links_mut(&mut local.spare_extras)
+                .receive_handed(signal)
+            {
+                Ok(Received::Down(pid, reason)) => {
+                    let extra = body.extra_from(&mut local.spare_extras);
+                    debug_assert!(extra.down.is_none(), "one holding a Down is not waiting");
+                    extra.down = Some((pid, reason));
+                }
+                Ok(Received::Nothing | Received::Kill(_)) => {}
+                Err(exit) => local.exit_behind_requests(to, exit),
             }
         });
         if let Err(signal) = handed {
             self.push_signal(to, signal, kind);
         }
+    }
+
+    /// An exit for `to`, which this worker claimed (`send_signal`), from a
+    /// process not among its links: pushed into its mailbox with no
+    /// notify (the claimer queues it). There it comes after every request
+    /// its sender pushed before it ended (the mailbox keeps each
+    /// producer's order, and the sender pushed those before its end), so
+    /// the process's collection registers a `Link` from it first and then
+    /// acts on the exit; without one it is dropped there, as `receive`
+    /// drops an exit from a process not linked (unlinked meanwhile, or a
+    /// second exit for one link). Only a process that is sent an exit by
+    /// a process it is not linked with comes here: one that uses no links
+    /// never does, and an exit to a linked process is handed over as
+    /// before. Refused (the scheduler is exiting), it is dropped: an exit
+    /// is owed no answer.
+    #[cold]
+    #[inline(never)]
+    fn exit_behind_requests(&mut self, to: Pid, exit: Signal) {
+        let _ = self.shared.push_signal(to, exit, &mut self.nodes);
     }
 
     /// [`send_signal`](Self::send_signal) for a farewell's `Down`, the
@@ -320,6 +356,13 @@ impl<P: Process> Local<P> {
     /// `close` took from its body, with the signals its mailbox still held
     /// applied): a `Down` to each watcher, an `Exit` to each linked
     /// process.
+    ///
+    /// The reason told is the process's outcome, `Linked(by)` only if
+    /// `by`'s exit is what ended it: collected before a step
+    /// (`Before::Kill`, or handed over by a claim), it set `killed_by`, and
+    /// the process was closed `Terminated` for it. An exit `close` drained
+    /// sets nothing (`Links::receive_ending`), and one that set `killed_by`
+    /// before a shutdown closed the process leaves that outcome its own.
     pub(super) fn farewell(
         &mut self,
         slot: &Slot<P>,
@@ -327,9 +370,9 @@ impl<P: Process> Local<P> {
         links: &Links,
         outcome: &Outcome<P>,
     ) {
-        let reason = match links.killed_by() {
-            Some(by) => ExitReason::Linked(by),
-            None => exit_reason::<P>(outcome),
+        let reason = match (links.killed_by(), outcome) {
+            (Some(by), Err(ProcessError::Terminated)) => ExitReason::Linked(by),
+            _ => exit_reason::<P>(outcome),
         };
         for &watcher in links.watchers() {
             self.send_down(watcher, pid, &reason);
