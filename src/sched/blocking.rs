@@ -353,7 +353,7 @@ impl<P: Process> Pool<P> {
                 break;
             }
             state.idle += 1;
-            let deadline = Instant::now() + self.config.keep_alive;
+            let deadline = super::clock::deadline(self.config.keep_alive);
             let claimed = loop {
                 if state.notified > 0 {
                     state.notified -= 1;

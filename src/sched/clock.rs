@@ -20,7 +20,7 @@
 
 use crate::padded::CachePadded;
 use crate::sync::{AtomicU64, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Milliseconds since `epoch`, refreshed now and then (module docs).
 pub(crate) struct CoarseClock {
@@ -56,5 +56,40 @@ impl CoarseClock {
             self.millis.fetch_max(now, Ordering::Relaxed);
         }
         now
+    }
+}
+
+/// The longest wait a caller's `Duration` is taken for: a century, which
+/// every platform's `Instant` can add to now.
+const FOREVER: Duration = Duration::from_secs(100 * 365 * 24 * 60 * 60);
+
+/// The instant `timeout` from now, saturated: a timeout too large to add
+/// to the clock (`Duration::MAX`, say) waits as long as [`FOREVER`], that
+/// is for ever in practice, as `std`'s own `recv_timeout` does with one
+/// too large. Every public method that takes a timeout makes its deadline
+/// here.
+pub(crate) fn deadline(timeout: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(timeout.min(FOREVER))
+        .or_else(|| now.checked_add(Duration::from_secs(u64::from(u32::MAX))))
+        .unwrap_or(now)
+}
+
+#[cfg(test)]
+mod deadline_tests {
+    use super::*;
+
+    #[test]
+    fn a_deadline_saturates_instead_of_overflowing() {
+        let now = Instant::now();
+        assert!(deadline(Duration::ZERO) >= now);
+        assert!(deadline(Duration::from_secs(1)) > now);
+        let far = deadline(Duration::MAX);
+        assert!(
+            far >= now + Duration::from_secs(365 * 24 * 60 * 60),
+            "{:?}",
+            far - now
+        );
+        assert!(deadline(FOREVER + Duration::from_secs(1)) <= far + Duration::from_secs(1));
     }
 }

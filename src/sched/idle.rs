@@ -208,7 +208,8 @@ impl Idle {
     pub fn park_timeout(&self, index: usize, timeout: Option<Duration>) {
         {
             let parker = &self.parkers[index];
-            let deadline = timeout.map(|t| Instant::now() + t);
+            // A timeout past what the clock can add is no timeout.
+            let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
             let mut notified = parker.notified.lock().unwrap_or_else(|e| e.into_inner());
             while !*notified {
                 notified = match deadline {

@@ -179,7 +179,7 @@ impl<P: Process> JoinHandle<P> {
     ///
     /// `Err(self)` if the process did not end within `timeout`.
     pub fn join_timeout(self, timeout: Duration) -> Result<Outcome<P>, Self> {
-        let deadline = Instant::now() + timeout;
+        let deadline = super::clock::deadline(timeout);
         {
             let mut state = self.cell.lock();
             loop {
@@ -394,7 +394,7 @@ impl<P: Process> JoinSet<P> {
         if self.pending == 0 {
             return None;
         }
-        let deadline = Instant::now() + timeout;
+        let deadline = super::clock::deadline(timeout);
         let next = {
             let mut state = self.cell.lock();
             loop {

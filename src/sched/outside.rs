@@ -207,7 +207,7 @@ impl<P: Process> Receiver<P> {
     /// [`RecvTimeoutError::Disconnected`] once closed by shutdown and
     /// drained.
     pub fn recv_timeout(&self, timeout: Duration) -> Result<P::Message, RecvTimeoutError> {
-        let deadline = Instant::now() + timeout;
+        let deadline = super::clock::deadline(timeout);
         let mut state = self.inbox.lock();
         loop {
             if let Some(message) = state.queue.pop_front() {
@@ -354,7 +354,7 @@ impl<P: Process> Scheduler<P> {
             done => return done,
         };
         let mut message = Some(message);
-        let deadline = Instant::now() + timeout;
+        let deadline = super::clock::deadline(timeout);
         let sent = self.shared.room.wait(deadline, || {
             // Before the reservation: the waiter's half of the meeting
             // with the holder that releases places (`bound.rs`, `Room`).

@@ -382,7 +382,7 @@ impl<P: Process> Scheduler<P> {
             return report;
         }
         let shared = &*self.shared;
-        let deadline = Instant::now() + timeout;
+        let deadline = super::clock::deadline(timeout);
         let completed_before = shared.table.closed();
         shared.set_phase(phase::STOPPING);
         shared.trace_phase("stopping");
@@ -433,7 +433,7 @@ impl<P: Process> Scheduler<P> {
             // longer while closes still make progress: processes queued to be
             // closed are not stuck, only a step that never returns is (on a
             // loaded machine 10,000 queued closes can outlast a short grace).
-            let mut grace = Instant::now() + timeout.max(Duration::from_millis(100));
+            let mut grace = super::clock::deadline(timeout.max(Duration::from_millis(100)));
             left = shared.table.live();
             loop {
                 if shared
