@@ -34,9 +34,14 @@ enum Msg {
     Double { to: Pid, n: u64 },
     /// A number.
     Value(u64),
+    /// Spin in the step until `SPIN_GATE` opens.
+    Spin,
     /// End.
     Stop,
 }
+
+/// `Msg::Spin`'s gate (only one test spins).
+static SPIN_GATE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// Serves `Msg`s until `Stop`; as a `Job`, ends with its input.
 struct Server;
@@ -69,6 +74,12 @@ impl Process for Server {
                     }
                 }
                 Event::Message(Msg::Double { to, n }) => out.send(to, Msg::Value(2 * n)),
+                Event::Message(Msg::Spin) => {
+                    // Acquire: pairs with the test's Release store.
+                    while !SPIN_GATE.load(Ordering::Acquire) {
+                        thread::yield_now();
+                    }
+                }
                 Event::Message(Msg::Stop) => {
                     out.done(0);
                     return Ok(());
@@ -369,5 +380,121 @@ fn a_panicking_waker_does_not_take_a_worker_down() {
     scheduler.send(after.pid(), Msg::Stop).unwrap();
     assert_eq!(common::joined(after), Ok(0), "the worker still steps");
     drop(inbox);
+    assert!(!scheduler.shutdown(common::ms(5_000)).timed_out);
+}
+
+/// A receiver whose forwarded messages are still in its queue when it is
+/// dropped: they go to `on_undelivered` (the promise of `Receiver`'s
+/// docs), not down with it. The forward is seen done (the receiver's slot
+/// stepped and back Idle) before the drop, so the message is in the queue,
+/// not the mailbox.
+#[test]
+fn a_dropped_receiver_reports_what_its_queue_still_held() {
+    let undelivered = Arc::new(Mutex::new(Vec::<Msg>::new()));
+    let seen = Arc::clone(&undelivered);
+    let scheduler = Scheduler::<Server>::builder()
+        .workers(1)
+        .on_undelivered(move |_, event| {
+            if let Event::Message(m) = event {
+                seen.lock().unwrap().push(m);
+            }
+        })
+        .build()
+        .unwrap();
+    let inbox = scheduler.mailbox().unwrap();
+    let pid = inbox.pid();
+    scheduler.send(pid, Msg::Value(7)).unwrap();
+    common::wait_until("the forward", || {
+        scheduler.processes().iter().any(|p| {
+            p.pid == pid && p.steps >= 1 && p.state == stepsched::process::state::Lifecycle::Idle
+        })
+    });
+    drop(inbox);
+    common::wait_until("the receiver to end", || scheduler.live() == 0);
+    assert_eq!(*undelivered.lock().unwrap(), [Msg::Value(7)]);
+    assert!(!scheduler.shutdown(common::ms(5_000)).timed_out);
+}
+
+/// Calls that time out while the reply is on its way: every reply the
+/// server sent is either the call's answer or given to `on_undelivered`
+/// (the promise of `CallError::TimedOut`), whichever side of the drop it
+/// lands on: in the receiver's queue, in its mailbox, forwarded after the
+/// drop, or refused by a closed slot.
+#[test]
+fn a_reply_to_a_timed_out_call_is_answered_or_reported_never_lost() {
+    const CALLS: u64 = if cfg!(miri) { 20 } else { 2_000 };
+    let reported = Arc::new(AtomicUsize::new(0));
+    let count = Arc::clone(&reported);
+    let scheduler = Scheduler::<Server>::builder()
+        .workers(2)
+        .on_undelivered(move |_, event| {
+            if let Event::Message(Msg::Value(_)) = event {
+                count.fetch_add(1, Ordering::SeqCst);
+            }
+        })
+        .build()
+        .unwrap();
+    let server = scheduler.submit(Server, "serve", 0).unwrap();
+    let mut answered = 0;
+    let mut timed_out = 0;
+    for i in 0..CALLS {
+        // Timeouts from 0 to ~30 µs: around the round trip, so the reply
+        // lands on every side of the drop.
+        let timeout = std::time::Duration::from_nanos((i % 64) * 500);
+        match scheduler.call(server, |me| Msg::Double { to: me, n: i }, timeout) {
+            Ok(Msg::Value(v)) => {
+                assert_eq!(v, 2 * i);
+                answered += 1;
+            }
+            Err(CallError::TimedOut) => timed_out += 1,
+            other => panic!("{other:?}"),
+        }
+    }
+    scheduler.send(server, Msg::Stop).unwrap();
+    common::wait_until("every reply to be accounted for", || {
+        answered + reported.load(Ordering::SeqCst) as u64 >= CALLS
+    });
+    assert!(!scheduler.shutdown(common::ms(5_000)).timed_out);
+    assert_eq!(
+        answered + reported.load(Ordering::SeqCst) as u64,
+        CALLS,
+        "{answered} answered, {timed_out} timed out"
+    );
+}
+
+/// A receiver dropped while a message for it waits to be forwarded (its
+/// slot Ready, queued behind a step that holds the only worker): the drop
+/// makes its next step its last, and what that step would forward goes
+/// to `on_undelivered` (it went into the queue nobody reads).
+#[test]
+fn a_receiver_dropped_with_a_forward_pending_reports_the_message() {
+    let undelivered = Arc::new(Mutex::new(Vec::<Msg>::new()));
+    let seen = Arc::clone(&undelivered);
+    let scheduler = Scheduler::<Server>::builder()
+        .workers(1)
+        .on_undelivered(move |_, event| {
+            if let Event::Message(m) = event {
+                seen.lock().unwrap().push(m);
+            }
+        })
+        .build()
+        .unwrap();
+    let server = scheduler.submit(Server, "serve", 0).unwrap();
+    let inbox = scheduler.mailbox().unwrap();
+    let pid = inbox.pid();
+    scheduler.send(server, Msg::Spin).unwrap();
+    common::wait_until("the spin", || {
+        scheduler
+            .processes()
+            .iter()
+            .any(|p| p.pid == server && p.state == stepsched::process::state::Lifecycle::Running)
+    });
+    scheduler.send(pid, Msg::Value(9)).unwrap();
+    drop(inbox);
+    // Release: pairs with the step's Acquire load.
+    SPIN_GATE.store(true, Ordering::Release);
+    common::wait_until("the receiver to end", || scheduler.live() == 1);
+    assert_eq!(*undelivered.lock().unwrap(), [Msg::Value(9)]);
+    scheduler.send(server, Msg::Stop).unwrap();
     assert!(!scheduler.shutdown(common::ms(5_000)).timed_out);
 }

@@ -16,9 +16,10 @@
 //!
 //! A receiver counts as a live process ([`Scheduler::live`],
 //! [`Scheduler::processes`], `max_processes`). Dropping it ends it like
-//! [`Scheduler::terminate`]: messages still in its mailbox then go to
-//! `on_undelivered`, those already in its inbox are dropped with it, and
-//! later sends are refused ([`SendError::Finished`]). Shutdown ends every
+//! [`Scheduler::terminate`], and nothing sent to it is lost: the messages
+//! in its inbox, those a forward brings after the drop and those still in
+//! its mailbox when it closes go to `on_undelivered`; later sends are
+//! refused ([`SendError::Finished`]). Shutdown ends every
 //! receiver; a `recv` then returns what was forwarded, then
 //! [`RecvError`]. `on_complete` is not called for receivers.
 
@@ -50,6 +51,9 @@ struct InboxState<M> {
     queue: VecDeque<M>,
     /// The receiver's slot was closed: nothing more will come.
     closed: bool,
+    /// The [`Receiver`] was dropped: nobody will read what comes, so a
+    /// forward hands it back to be reported (`push_all`).
+    dropped: bool,
     waker: Option<Waker>,
 }
 
@@ -59,6 +63,7 @@ impl<M> Inbox<M> {
             state: Mutex::new(InboxState {
                 queue: VecDeque::new(),
                 closed: false,
+                dropped: false,
                 waker: None,
             }),
             ready: Condvar::new(),
@@ -69,19 +74,36 @@ impl<M> Inbox<M> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Appends `messages` and wakes the receiver. Called by the worker that
-    /// holds the receiver's slot (Running), so calls never overlap.
-    pub(crate) fn push_all(&self, messages: impl Iterator<Item = M>) {
-        let waker = {
+    /// Appends `messages` and wakes the receiver, or, once the [`Receiver`]
+    /// was dropped, hands each to `refused` (to be reported undelivered).
+    /// Called by the worker that holds the receiver's slot (Running), so
+    /// calls never overlap.
+    ///
+    /// Every thread blocked in a `recv` is woken when more than one
+    /// message came (a `Receiver` is `Sync`: two threads may wait on it,
+    /// and one wake for two messages left the other asleep with a message
+    /// queued).
+    pub(crate) fn push_all(&self, messages: impl Iterator<Item = M>, refused: impl FnMut(M)) {
+        let (waker, added) = {
             let mut state = self.lock();
-            let before = state.queue.len();
-            state.queue.extend(messages);
-            if state.queue.len() == before {
+            if state.dropped {
+                drop(state);
+                messages.for_each(refused);
                 return;
             }
-            state.waker.take()
+            let before = state.queue.len();
+            state.queue.extend(messages);
+            let added = state.queue.len() - before;
+            if added == 0 {
+                return;
+            }
+            (state.waker.take(), added)
         };
-        self.ready.notify_one();
+        if added == 1 {
+            self.ready.notify_one();
+        } else {
+            self.ready.notify_all();
+        }
         if let Some(waker) = waker {
             super::join::wake_contained(waker);
         }
@@ -113,9 +135,10 @@ impl<M> Inbox<M> {
 /// [`Scheduler::live`], [`Scheduler::processes`] and `max_processes`).
 /// Messages reach it as they reach a process, and a worker moves them into
 /// the receiver's queue: a hop of tens of nanoseconds once the worker is
-/// awake. Dropping it ends it like [`Scheduler::terminate`]: what is still
-/// in its mailbox goes to `on_undelivered`, what is in its queue is dropped
-/// with it, and later sends are refused with [`SendError::Finished`].
+/// awake. Dropping it ends it like [`Scheduler::terminate`], and nothing
+/// sent to it is lost: what is in its queue or still on its way (in its
+/// mailbox, or forwarded after the drop) goes to `on_undelivered`, and
+/// later sends are refused with [`SendError::Finished`].
 /// Shutdown ends every receiver: `recv` then returns what was forwarded,
 /// then [`RecvError`]. `on_complete` is not called for receivers.
 ///
@@ -256,9 +279,22 @@ impl<P: Process> Receiver<P> {
 }
 
 impl<P: Process> Drop for Receiver<P> {
+    /// Ends the receiver like [`Scheduler::terminate`]. Nothing it was sent
+    /// is lost: what is in its queue, what a forward brings after this
+    /// (`Inbox::push_all` hands it back) and what its mailbox still holds
+    /// when it closes all go to `on_undelivered`.
     fn drop(&mut self) {
-        // Ends the receiver's slot; an error means it already ended
-        // (shutdown), which is what we want.
+        let left = {
+            let mut state = self.inbox.lock();
+            state.dropped = true;
+            core::mem::take(&mut state.queue)
+        };
+        for message in left {
+            self.shared
+                .undelivered(self.pid, crate::process::Event::Message(message));
+        }
+        // An error means it already ended (shutdown), which is what we
+        // want.
         let _ = self.shared.terminate(self.pid);
     }
 }

@@ -101,3 +101,52 @@ fn a_shutdown_before_a_receivers_first_step_ends_it() {
         assert_eq!(report.stuck, 0, "{report:?}");
     });
 }
+
+/// Two threads blocked in `recv_timeout` on one receiver (it is `Sync`),
+/// and one forward of two messages: both are woken and each takes one. (A
+/// single wake left the second asleep for its whole timeout with a
+/// message queued, and `recv_timeout` then found it: only the time tells,
+/// so each must be back within half of its 60 s timeout, a liveness
+/// margin, not a timing claim: a wake takes microseconds.)
+#[test]
+fn one_forward_of_two_messages_wakes_two_blocked_receivers() {
+    let s = scheduler();
+    let receiver = s.mailbox().expect("a receiver");
+    std::thread::scope(|scope| {
+        let waiters: Vec<_> = (0..2)
+            .map(|_| {
+                scope.spawn(|| {
+                    let started = Instant::now();
+                    let got = receiver.recv_timeout(GUARD);
+                    assert!(started.elapsed() < GUARD / 2, "woken only by its timeout");
+                    got
+                })
+            })
+            .collect();
+        // Both usually wait by now; if one does not, it finds its message
+        // queued, and the test proves less, never fails a right run.
+        std::thread::sleep(Duration::from_millis(50));
+        receiver
+            .inbox
+            .push_all([1, 2].into_iter(), |m| panic!("refused {m}"));
+        let mut got: Vec<u32> = waiters
+            .into_iter()
+            .map(|w| w.join().expect("no panic").expect("a message"))
+            .collect();
+        got.sort_unstable();
+        assert_eq!(got, [1, 2]);
+    });
+}
+
+/// A forward that comes after the receiver was dropped hands its messages
+/// back (the worker reports them to `on_undelivered`).
+#[test]
+fn a_forward_after_the_drop_hands_the_messages_back() {
+    let s = scheduler();
+    let receiver = s.mailbox().expect("a receiver");
+    let inbox = Arc::clone(&receiver.inbox);
+    drop(receiver);
+    let mut refused = Vec::new();
+    inbox.push_all([3, 4].into_iter(), |m| refused.push(m));
+    assert_eq!(refused, [3, 4]);
+}

@@ -118,7 +118,7 @@ impl<P: Process> Local<P> {
             }
             let Some(process) = body.process.as_mut() else {
                 // No process: an outside receiver's slot.
-                let (end, more) = self.forward(body);
+                let (end, more) = self.forward(body, pid);
                 break 'body (None, Status::Wait, Forwarded { end, more });
             };
             let spawner = LocalSpawner {
@@ -236,7 +236,7 @@ impl<P: Process> Local<P> {
     /// whether events are still carried for it.
     #[cold]
     #[inline(never)]
-    fn forward(&mut self, body: &mut Body<P>) -> (bool, bool) {
+    fn forward(&mut self, body: &mut Body<P>, pid: Pid) -> (bool, bool) {
         let mut end = false;
         let messages = self.events.drain(..).filter_map(|event| match event {
             Event::Message(message) => Some(message),
@@ -251,7 +251,10 @@ impl<P: Process> Local<P> {
         let inbox = body
             .outside()
             .expect("a slot without a process has an inbox");
-        inbox.push_all(messages);
+        let shared = &self.shared;
+        inbox.push_all(messages, |message| {
+            shared.undelivered(pid, Event::Message(message));
+        });
         (end, !body.carry.is_empty())
     }
 
