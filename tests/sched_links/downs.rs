@@ -365,7 +365,7 @@ fn a_handed_down_held_past_the_cap_goes_with_the_demonitor_of_the_step() {
     s.send(t_pid, Msg::Finish).unwrap();
     assert!(joined(t).is_ok());
     wait_until("both notes", || {
-        (log.order.lock().unwrap().iter()).any(|e| *e == (w_pid, Some(1)))
+        log.order.lock().unwrap().contains(&(w_pid, Some(1)))
     });
     s.send(w_pid, Msg::Finish).unwrap();
     assert!(joined(w).is_ok());
