@@ -372,9 +372,10 @@ impl<P: Process> StepOutput<'_, P> {
     /// Removes the monitor of `pid`, if any: no
     /// [`Event::Down`](super::Event::Down) about it reaches a step after
     /// this one, even if `pid` ended meanwhile (Erlang's `demonitor(Ref,
-    /// [flush])`). A `Down` already among this step's events (collected
-    /// with the message that asked for the demonitor, say) is this step's
-    /// to handle.
+    /// [flush])`), nor one already collected for a later step (one past
+    /// the [cap of events per step](crate::sched::Builder::max_events_per_step),
+    /// say). A `Down` already among this step's events (collected with the
+    /// message that asked for the demonitor, say) is this step's to handle.
     pub fn demonitor(&mut self, pid: Pid) {
         self.effects.links.push(LinkOp::Demonitor(pid));
     }

@@ -473,6 +473,12 @@ impl<P: Process> Builder<P> {
     /// events. Events a step leaves in its vector are not dropped either:
     /// the next step gets them first (see [`Process::step`]).
     ///
+    /// Any value from 1 up is taken: 1 hands each step one event, and
+    /// `usize::MAX` means no cap (a step gets all that is queued). Each
+    /// worker keeps spare mailbox nodes up to sixteen steps' worth (at
+    /// least 256), so with a very large cap the nodes of a burst stay with
+    /// the worker instead of going back.
+    ///
     /// ```
     /// # use stepsched::process::{Event, NoCommand, Process, StepOutput};
     /// # struct Job;

@@ -49,10 +49,13 @@
 //! step only if `t` is still in `watching`, and taking it removes `t`. The
 //! same check gives `demonitor` its promise, as Erlang's `demonitor(Ref,
 //! [flush])` does: `demonitor(t)` removes `t` from `watching` right after
-//! the step, so any `Down(t)` arriving later is dropped. A stale PID never
-//! yields a `Down` about a newer process: the target registers a request
-//! only if the item's generation is its own, and a `Down` names the PID
-//! the watcher asked about.
+//! the step, so any `Down(t)` arriving later is dropped; one already
+//! taken but not yet given to a step (the one event taken past a full
+//! step's cap, marked by [`Links::carried_down`], or one a claim handed
+//! over and held for the step that drains the mailbox) is taken out by
+//! the `demonitor` too. A stale PID never yields a `Down` about a newer
+//! process: the target registers a request only if the item's generation
+//! is its own, and a `Down` names the PID the watcher asked about.
 //!
 //! Links are the same, both ways: `link(p)` records `p` in the caller's
 //! `linked` list and sends [`Signal::Link`] to `p`, which records the
@@ -236,6 +239,14 @@ pub struct Links {
     /// Whether the last step returned `Idle`: a wakeup that brings only
     /// signals then needs no step (see `worker/signals.rs`).
     pub idle: bool,
+    /// Whether the last event of the carry is a monitor's `Down`, taken
+    /// one past a full step's cap and not yet given to a step: a
+    /// `demonitor` of its target in the step that did not see it takes it
+    /// out (`worker/signals.rs`). Cleared when the carry is handed over.
+    pub carried_down: bool,
+    /// Whether the `Down` held in the extra part (`Extra::down`) is a
+    /// trapped exit, not a monitor's: a `demonitor` leaves it.
+    pub handed_exit: bool,
 }
 
 impl Links {

@@ -1,8 +1,9 @@
 //! A `Down`: at once for a process already gone, with each way of ending's
 //! reason, to a Blocked watcher after its target's messages, in the
 //! order of a step's requests, exactly once when the end races the
-//! monitor, never after a `demonitor`'s step; and a panicking monitoring
-//! step with `Down`s pending.
+//! monitor, never after a `demonitor`'s step (also one collected past the
+//! step's cap, or handed over and held); and a panicking monitoring step
+//! with `Down`s pending.
 
 use super::*;
 
@@ -340,4 +341,162 @@ fn racing_ends_yield_exactly_one_down_and_none_after_a_demonitor() {
     drop(downs);
     assert_eq!(told(), kept.len());
     assert!(log.after_demonitor.lock().unwrap().is_empty());
+}
+
+/// A `Down` handed by a claim to a Blocked watcher whose mailbox holds
+/// more than a step's cap (`max_events_per_step(2)`) is held for the step
+/// that drains it; the step that got the cap's worth demonitors its
+/// target: the held `Down` goes, and no later step gets it.
+#[test]
+fn a_handed_down_held_past_the_cap_goes_with_the_demonitor_of_the_step() {
+    let s: Scheduler<Node> = Scheduler::builder()
+        .workers(2)
+        .max_events_per_step(2)
+        .build()
+        .unwrap();
+    let log = Arc::new(Log::default());
+    let (w, t) = blocked_watcher(&s, &log);
+    // Queued (a Blocked process is not woken by messages): the first
+    // step takes the demonitor and note 0, and note 1 to find out more.
+    for msg in [Msg::Demonitor(t.pid()), Msg::Note(0), Msg::Note(1)] {
+        s.send(w.pid(), msg).unwrap();
+    }
+    let (w_pid, t_pid) = (w.pid(), t.pid());
+    s.send(t_pid, Msg::Finish).unwrap();
+    assert!(joined(t).is_ok());
+    wait_until("both notes", || {
+        log.order.lock().unwrap().contains(&(w_pid, Some(1)))
+    });
+    s.send(w_pid, Msg::Finish).unwrap();
+    assert!(joined(w).is_ok());
+    assert_eq!(*log.after_demonitor.lock().unwrap(), []);
+    assert_eq!(log.downs_of(w_pid), []);
+}
+
+/// A watcher for the cap's test: `Hold` keeps its step running until the
+/// flag is set (then it continues); it logs each step's events.
+struct Gated {
+    steps: Arc<Mutex<Vec<Vec<String>>>>,
+}
+
+#[derive(Debug)]
+enum Gate {
+    Monitor(Pid),
+    Demonitor(Pid),
+    Hold(Arc<AtomicBool>),
+    Note,
+    Finish,
+}
+
+impl Process for Gated {
+    type Input = ();
+    type Message = Gate;
+    type Command = NoCommand;
+    type Reply = ();
+    type Output = ();
+    type Error = ();
+
+    fn init(&mut self, _: &str, _: ()) -> Result<(), ()> {
+        Ok(())
+    }
+
+    fn step(
+        &mut self,
+        events: &mut Vec<Event<Self>>,
+        out: &mut StepOutput<'_, Self>,
+    ) -> Result<(), ()> {
+        let mut seen = Vec::new();
+        for event in events.drain(..) {
+            seen.push(match event {
+                Event::Message(Gate::Monitor(t)) => {
+                    out.monitor(t);
+                    "monitor".to_owned()
+                }
+                Event::Message(Gate::Demonitor(t)) => {
+                    out.demonitor(t);
+                    "demonitor".to_owned()
+                }
+                Event::Message(Gate::Hold(flag)) => {
+                    let deadline = std::time::Instant::now() + common::ms(60_000);
+                    while !flag.load(Ordering::Acquire) {
+                        // A liveness guard: the test then fails on the reason.
+                        assert!(std::time::Instant::now() < deadline, "never set");
+                        std::thread::yield_now();
+                    }
+                    out.set_status(Status::Continue);
+                    "hold".to_owned()
+                }
+                Event::Message(Gate::Note) => "note".to_owned(),
+                Event::Message(Gate::Finish) => {
+                    out.done(());
+                    "finish".to_owned()
+                }
+                Event::Down { pid, .. } => format!("down {pid}"),
+                other => format!("{other:?}"),
+            });
+        }
+        self.steps.lock().unwrap().push(seen);
+        Ok(())
+    }
+}
+
+/// A `Down` pushed into a watcher's mailbox (the watcher was running when
+/// its target ended) behind a step's cap's worth (`max_events_per_step(2)`)
+/// is taken one past the cap and carried; the step that got the cap's
+/// worth demonitors the target: the carried `Down` goes, and no later step
+/// gets it.
+#[test]
+fn a_down_collected_past_the_cap_goes_with_the_demonitor_of_the_step() {
+    let s: Scheduler<Gated> = Scheduler::builder()
+        .workers(2)
+        .max_events_per_step(2)
+        .build()
+        .unwrap();
+    let gated = || {
+        let steps = Arc::new(Mutex::new(Vec::new()));
+        let process = Gated {
+            steps: Arc::clone(&steps),
+        };
+        (s.submit_joinable(process, "gated", ()).ok().unwrap(), steps)
+    };
+    let ((w, steps), (t, _)) = (gated(), gated());
+    let (w_pid, t_pid) = (w.pid(), t.pid());
+    let info = |p: Pid| s.processes().into_iter().find(|i| i.pid == p);
+    s.send(w_pid, Gate::Monitor(t_pid)).unwrap();
+    wait_until("the monitor is registered", || {
+        info(t_pid).is_some_and(|i| i.monitored_by == 1)
+    });
+    let flag = Arc::new(AtomicBool::new(false));
+    s.send(w_pid, Gate::Hold(Arc::clone(&flag))).unwrap();
+    wait_until("the watcher holds its step", || {
+        info(w_pid).is_some_and(|i| i.state == Lifecycle::Running)
+    });
+    // Queued behind the step that holds, then the `Down` (the watcher
+    // runs: no claim); its end's farewell comes before its join.
+    s.send(w_pid, Gate::Demonitor(t_pid)).unwrap();
+    s.send(w_pid, Gate::Note).unwrap();
+    s.send(t_pid, Gate::Finish).unwrap();
+    assert!(joined(t).is_ok());
+    flag.store(true, Ordering::Release);
+    wait_until("the demonitoring step", || {
+        (steps.lock().unwrap().iter()).any(|s| s.contains(&"demonitor".to_owned()))
+    });
+    s.send(w_pid, Gate::Finish).unwrap();
+    assert!(joined(w).is_ok());
+    let steps = steps.lock().unwrap().clone();
+    let at = (steps.iter())
+        .position(|s| s.contains(&"demonitor".to_owned()))
+        .unwrap();
+    assert_eq!(
+        steps[at],
+        ["demonitor", "note"],
+        "the cap's worth: {steps:?}"
+    );
+    let down = format!("down {t_pid}");
+    for step in &steps[at + 1..] {
+        assert!(
+            !step.contains(&down),
+            "a Down after the demonitor: {steps:?}"
+        );
+    }
 }

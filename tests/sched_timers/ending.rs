@@ -1,5 +1,7 @@
 //! Timers that must not reach their process: a cancelled one (even one that
-//! fired just before the cancel), those of a process that ends, `send_after`
+//! fired just before the cancel, or was collected one past the step's cap
+//! and carried: cancelled or re-armed by the step that did not see it),
+//! those of a process that ends, `send_after`
 //! to a process that ended first (to `on_undelivered`), and those pending at
 //! shutdown (cancelled and counted).
 
@@ -273,4 +275,85 @@ fn shutdown_cancels_pending_timers_and_counts_them() {
         refused,
         Err(stepsched::sched::SendError::ShuttingDown(_))
     ));
+}
+
+/// The steps of a process whose timer 7 fires one past a full step's cap
+/// (`max_events_per_step(2)`), and whose step that gets the cap's worth
+/// cancels it (`rearm`: re-arms it, due at once, instead). Its first step
+/// sends itself two messages and sets the timer, due at once, after them
+/// (sends are delivered before timers are set), and waits (`Wait`:
+/// messages do not wake it): the firing wakes it behind them, so its next
+/// step gets the two and not the firing, which is taken to find out
+/// whether more was queued. Returns each step's events, and how many
+/// timers fired.
+fn a_timer_past_the_cap(rearm: bool) -> (Vec<Vec<Seen>>, u64) {
+    let scheduler: Scheduler<Script> = Scheduler::builder()
+        .workers(1)
+        .max_events_per_step(2)
+        .build()
+        .unwrap();
+    let steps = Arc::new(Mutex::new(Vec::<Vec<Seen>>::new()));
+    let record = Arc::clone(&steps);
+    let (process, _) = script(move |seen, out| {
+        let mut steps = record.lock().unwrap();
+        steps.push(seen.to_vec());
+        match steps.len() {
+            1 => {
+                let me = out.pid();
+                out.send(me, Msg::Text("cancel"));
+                out.send(me, Msg::Text("note"));
+                out.wake_after(7, Duration::ZERO);
+                out.set_status(stepsched::process::Status::Wait);
+            }
+            2 if rearm => out.wake_after(7, Duration::ZERO),
+            2 => out.cancel_timer(7),
+            _ if seen.contains(&Seen::Message(Msg::Text("end"))) => out.done(()),
+            _ => {}
+        }
+    });
+    let handle = scheduler.submit_joinable(process, "capped", ()).unwrap();
+    let fired = if rearm { 2 } else { 1 };
+    wait_until("the step that cancels, and the timers fired", || {
+        steps.lock().unwrap().len() >= 2 && scheduler.stats().timers.fired == fired
+    });
+    if rearm {
+        wait_until("the re-armed timer", || {
+            (steps.lock().unwrap().iter()).any(|s| s.contains(&Seen::Timer(7)))
+        });
+    }
+    scheduler.send(handle.pid(), Msg::Text("end")).unwrap();
+    assert_eq!(common::joined(handle), Ok(()));
+    let steps = steps.lock().unwrap().clone();
+    (steps, scheduler.stats().timers.fired)
+}
+
+/// A timer that fired and was collected one past a full step's cap (not
+/// given to that step) never comes after that step cancels it: the cancel
+/// takes it out of the carry.
+#[test]
+fn a_timer_collected_past_the_cap_is_cancelled_by_the_step_before_it() {
+    let (steps, fired) = a_timer_past_the_cap(false);
+    let (cancel, note) = (Msg::Text("cancel"), Msg::Text("note"));
+    assert_eq!(
+        steps[1],
+        [Seen::Message(cancel), Seen::Message(note)],
+        "the cap's worth"
+    );
+    assert_eq!(fired, 1, "the timer fired before the cancelling step");
+    for (i, step) in steps.iter().enumerate() {
+        assert!(!step.contains(&Seen::Timer(7)), "step {i}: {steps:?}");
+    }
+}
+
+/// Re-armed in that step instead, its earlier firing does not pass for
+/// the new arming's: the timer comes once.
+#[test]
+fn a_timer_collected_past_the_cap_and_re_armed_comes_once() {
+    let (steps, fired) = a_timer_past_the_cap(true);
+    assert_eq!(fired, 2, "both armings fired");
+    let timers = (steps.iter().flatten())
+        .filter(|s| **s == Seen::Timer(7))
+        .count();
+    assert_eq!(timers, 1, "{steps:?}");
+    assert!(!steps[1].contains(&Seen::Timer(7)));
 }

@@ -54,8 +54,12 @@
 //! (`Record::armed_as`), so a cancelled timer's late firing (or an
 //! earlier arming's, with the same tag re-armed) is dropped silently, with
 //! no clock read and no lock; the re-armed timer's own firing is still to
-//! come. What a cancelled timer costs: nothing
-//! once cancelled, or, if it fired first, one event through the mailbox.
+//! come. A firing taken one past a full step's cap and carried to the next
+//! step keeps its record, marked (`Record::carry`), until a step is given
+//! it: a cancel (or re-arm) in the step that did not see it takes the
+//! event out of the carry with the record. What a cancelled timer costs:
+//! nothing once cancelled, or, if it fired first, one event through the
+//! mailbox.
 //!
 //! Memory per pending timer: a 36-byte wheel entry plus a 24-byte record
 //! in the process's body, 60 bytes, plus the growth slack of the slab and
@@ -382,15 +386,18 @@ pub(crate) struct Record {
     pub(crate) tag: u64,
     /// The wheel entry ([`Key::into_raw`]).
     key: u64,
-    /// Bit 47: a command timeout (else a `wake_*` timer); bits 48..64:
-    /// the wheel's worker; the rest is zero. (No deadline: whether a firing
-    /// is this timer's is told by the key, [`Record::armed_as`].)
+    /// Bit 46: fired, its `Event::Timer` taken past a full step's cap and
+    /// carried, not yet given to a step ([`Record::carried`]); bit 47: a
+    /// command timeout (else a `wake_*` timer); bits 48..64: the wheel's
+    /// worker; the rest is zero. (No deadline: whether a firing is this
+    /// timer's is told by the key, [`Record::armed_as`].)
     meta: u64,
 }
 
 #[cfg(not(loom))]
 impl Record {
     const TIMEOUT: u64 = 1 << 47;
+    const CARRIED: u64 = 1 << 46;
 
     pub(crate) fn new(tag: u64, key: Key, timeout: bool, wheel: usize) -> Self {
         let wheel = u16::try_from(wheel).expect("at most 65,536 workers");
@@ -412,6 +419,19 @@ impl Record {
 
     pub(crate) fn wheel(&self) -> usize {
         (self.meta >> 48) as usize
+    }
+
+    /// Marks the record of a timer whose firing was taken one past a full
+    /// step's cap: its event waits in the carry, and the record stays until
+    /// a step is given it, so that a `cancel_timer` (or a re-arm) of the
+    /// step that did not see it finds it, and takes the event out too.
+    pub(crate) fn carry(&mut self) {
+        self.meta |= Self::CARRIED;
+    }
+
+    /// Whether [`carry`](Self::carry) marked it.
+    pub(crate) fn carried(&self) -> bool {
+        self.meta & Self::CARRIED != 0
     }
 
     /// Whether `firing` is this record's timer firing, not an earlier

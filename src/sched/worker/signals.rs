@@ -10,6 +10,7 @@
 use super::Local;
 use crate::process::state::Wake;
 use crate::process::{Event, ExitReason, LinkOp, Outcome, Pid, Process, ProcessError, Summary};
+use crate::sched::body::Extra;
 use crate::sched::links::{self, Links, Received, Signal};
 use crate::sched::table::{Body, Slot, Task};
 use crate::sync::Ordering;
@@ -38,19 +39,33 @@ impl<P: Process> Local<P> {
     /// (`Links::receive`): nothing a step sees differs. Every other request
     /// goes out in the order the step made it.
     ///
+    /// A `demonitor(t)` also takes out a `Down(t)` of a monitor that was
+    /// taken but never given to a step (`flush_down`): the one taken past
+    /// a full step's cap, or the one a claim handed over and held for the
+    /// step that drains the mailbox (`before_step`).
+    ///
     /// Never inlined: only processes that use monitors or links come here,
     /// and inlined into the worker loop it costs every other step spilled
     /// registers (callgrind, `ping_pong`: +25 instructions a step).
     #[inline(never)]
     pub(super) fn apply_links(&mut self, slot: &Slot<P>, pid: Pid, body: &mut Body<P>) {
-        let links = body.links_mut(&mut self.spare_extras);
+        // The extra part's fields apart, beside the carry: a demonitor may
+        // take a `Down` out of either.
+        let extra = (body.extra).get_or_insert_with(|| self.spare_extras.take());
+        let Extra { links, down, .. } = &mut **extra;
+        let links = links.get_or_insert_with(Links::default);
         let mut ops = core::mem::take(&mut self.effects.links);
         let mut out = core::mem::take(&mut self.requests);
         let mut held: Option<Pid> = None; // a `Monitor(pid)` not yet sent
         for op in ops.drain(..) {
             let send = match op {
                 LinkOp::Monitor(target) => links.monitor(pid, target),
-                LinkOp::Demonitor(target) => links.demonitor(pid, target),
+                LinkOp::Demonitor(target) => {
+                    if links.carried_down || down.is_some() {
+                        flush_down(links, down, &mut body.carry, target);
+                    }
+                    links.demonitor(pid, target)
+                }
                 LinkOp::Link(to) => links.link(pid, to),
                 LinkOp::Unlink(to) => links.unlink(pid, to),
                 LinkOp::TrapExits(trap) => {
@@ -174,6 +189,12 @@ impl<P: Process> Local<P> {
                     let extra = body.extra_from(&mut local.spare_extras);
                     debug_assert!(extra.down.is_none(), "one holding a Down is not waiting");
                     extra.down = Some((pid, reason));
+                    // A trapped exit (requests yield no `Down`, and a
+                    // monitor's comes through `send_down`): a `demonitor`
+                    // leaves it.
+                    if let Some(links) = extra.links.as_mut() {
+                        links.handed_exit = true;
+                    }
                 }
                 Ok(Received::Nothing | Received::Kill(_)) => {}
                 Err(exit) => local.exit_behind_requests(to, exit),
@@ -214,7 +235,11 @@ impl<P: Process> Local<P> {
             // A process with no links part monitors nothing: the `Down` is
             // dropped, as `receive` would drop it.
             if let Some(extra) = body.extra.as_deref_mut() {
-                if extra.links.as_mut().is_some_and(|l| l.receive_down(me)) {
+                let monitor = |l: &mut Links| {
+                    l.handed_exit = false; // a monitor's, if held
+                    l.receive_down(me)
+                };
+                if extra.links.as_mut().is_some_and(monitor) {
                     debug_assert!(extra.down.is_none(), "one holding a Down is not waiting");
                     extra.down = Some((me, reason.clone()));
                 }
@@ -301,6 +326,28 @@ impl<P: Process> Local<P> {
         }
     }
 
+    /// [`receive_signal`](Self::receive_signal) of a monitor's `Down`
+    /// about `target` taken one past a full step's cap: the event to carry
+    /// to the next step, if the process still monitors `target`, marked
+    /// (`Links::carried_down`) so that a `demonitor` in the step that does
+    /// not see it takes it out (`flush_down`).
+    pub(super) fn carry_down(
+        &mut self,
+        body: &mut Body<P>,
+        target: Pid,
+        reason: ExitReason,
+    ) -> Option<Event<P>> {
+        let links = body.links_mut(&mut self.spare_extras);
+        if !links.receive_down(target) {
+            return None;
+        }
+        links.carried_down = true;
+        Some(Event::Down {
+            pid: target,
+            reason,
+        })
+    }
+
     /// After the events are collected: whether the process steps. Publishes
     /// the dump's counts of a process that has monitors or links (the
     /// signals just collected may have changed them), and passes on a
@@ -382,6 +429,32 @@ impl<P: Process> Local<P> {
         }
         // Relaxed: a figure for the dump (see `Slot::link_counts`).
         slot.link_counts.store(0, Ordering::Relaxed);
+    }
+}
+
+/// Takes out the `Down` about `target` that a monitor gave but no step
+/// was given, for a `demonitor(target)`: the carry's last event if
+/// `collect_events` took it past the step's cap (`Links::carried_down`;
+/// the carry's own leftovers come before it, and the step's refused sends
+/// are only added after this), or the `Down` a claim handed over
+/// (`down`) unless it is a trapped exit (`Links::handed_exit`). A `Down`
+/// the step was given and left in its vector stays: it was the step's to
+/// handle.
+#[cold]
+#[inline(never)]
+fn flush_down<P: Process>(
+    links: &mut Links,
+    down: &mut Option<(Pid, ExitReason)>,
+    carry: &mut Vec<Event<P>>,
+    target: Pid,
+) {
+    if links.carried_down && matches!(carry.last(), Some(Event::Down { pid, .. }) if *pid == target)
+    {
+        carry.pop();
+        links.carried_down = false;
+    }
+    if !links.handed_exit && matches!(down, Some((pid, _)) if *pid == target) {
+        *down = None;
     }
 }
 

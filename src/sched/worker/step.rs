@@ -296,6 +296,9 @@ impl<P: Process> Local<P> {
             // Moved, not appended: the carry's allocation is freed, so a
             // process that once left events behind keeps no buffer.
             self.events.extend(core::mem::take(&mut body.carry));
+            if let Some(extra) = body.extra.as_deref_mut() {
+                Self::hand_over_carried(extra);
+            }
         }
         let cap = self.shared.config.events_per_step;
         let mut drained = 0;
@@ -314,8 +317,18 @@ impl<P: Process> Local<P> {
                     item: Item::Event(event @ (Event::Message(_) | Event::Cancel(_))),
                     ..
                 } if generation == pid.generation() => event,
-                envelope => match self.accept(envelope, body, pid) {
+                envelope if self.events.len() < cap => match self.accept(envelope, body, pid) {
                     Some(event) => event,
+                    None => continue,
+                },
+                // One past the cap, and not the common case: a `Down` or a
+                // timer is marked as not yet seen (`accept_past_cap`).
+                envelope => match self.accept_past_cap(envelope, body, pid) {
+                    Some(event) => {
+                        body.carry.push(event);
+                        full = true;
+                        break;
+                    }
                     None => continue,
                 },
             };
@@ -355,7 +368,12 @@ impl<P: Process> Local<P> {
     /// The event in `envelope`, if it is for this process: an event sent to
     /// an earlier process in the slot, or a completion of a tag the process
     /// is not waiting for, is reported instead.
-    fn accept(&mut self, envelope: Envelope<P>, body: &mut Body<P>, pid: Pid) -> Option<Event<P>> {
+    pub(super) fn accept(
+        &mut self,
+        envelope: Envelope<P>,
+        body: &mut Body<P>,
+        pid: Pid,
+    ) -> Option<Event<P>> {
         let item = envelope.item;
         if envelope.generation != pid.generation() {
             let stale = Pid::new(pid.index(), envelope.generation);

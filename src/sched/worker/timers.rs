@@ -1,13 +1,17 @@
 //! The worker's side of timers (`src/sched/timer/mod.rs` has the design):
 //! applying what a step asked for, accepting or dropping a timer's event,
-//! cancelling a closed process's timers, and firing due wheels.
+//! cancelling a closed process's timers, and firing due wheels; and the
+//! event a collection takes one past the step's cap, a timer's or a
+//! monitor's (`accept_past_cap`), marked as not yet seen.
 
 use super::Local;
 use crate::process::state::Wake;
 use crate::process::timer::{TimerOp, When};
 use crate::process::{CommandError, Event, Pid, Process};
+use crate::sched::body::Extra;
+use crate::sched::links::Signal;
 use crate::sched::shared::phase;
-use crate::sched::table::{Body, Slot};
+use crate::sched::table::{Body, Envelope, Item, Slot};
 use crate::sched::timer::wheel::{TimerKind, TICK_SHIFT};
 use crate::sched::timer::{earliest, Firing, Record, TimerClock, LATE_NANOS, NEVER};
 use crate::sync::Ordering;
@@ -111,6 +115,18 @@ impl<P: Process> Local<P> {
             return false;
         };
         let record = timers.swap_remove(at);
+        if record.carried() {
+            // It fired, and its event, taken past a full step's cap, waits
+            // in the carry for a step that has not seen it: it goes too.
+            // The last `Timer` of the tag: the carry's leftovers come
+            // before it, and refused sends are no timers.
+            let carried = (body.carry.iter())
+                .rposition(|e| matches!(e, Event::Timer { tag: t } if *t == tag));
+            if let Some(at) = carried {
+                body.carry.remove(at);
+            }
+            return true;
+        }
         // Not in the wheel if it fired already: its event is on the way,
         // and `accept_timer` drops it, the record being gone.
         if self.shared.timers.wheels[record.wheel()]
@@ -120,6 +136,64 @@ impl<P: Process> Local<P> {
             self.counters().timers_cancelled.add(1);
         }
         true
+    }
+
+    /// [`accept_timer`](Self::accept_timer) of a `wake_*` timer's firing
+    /// taken one past a full step's cap: its event is carried to the next
+    /// step, and its record stays, marked (`Record::carry`), until a step
+    /// is given the event (`hand_over_carried`). A `cancel_timer` or a
+    /// re-arm of the tag in the step that did not see it then finds the
+    /// record, and takes the event out of the carry (`cancel_record`).
+    pub(super) fn carry_timer(body: &mut Body<P>, firing: &Firing) -> Option<Event<P>> {
+        debug_assert!(!firing.timeout, "a timeout's completion is accepted");
+        let timers = &mut body.extra.as_deref_mut()?.timers;
+        let record = timers.iter_mut().find(|r| r.armed_as(firing))?;
+        record.carry();
+        Some(Event::Timer { tag: firing.tag })
+    }
+
+    /// [`accept`](Self::accept) of the event taken one past the step's
+    /// cap, to carry: a monitor's `Down` or a timer's firing is marked as
+    /// not yet seen by a step (`carry_down`, `carry_timer`), so that a
+    /// `demonitor` or `cancel_timer` (or re-arm) of the step that does not
+    /// see it takes it out of the carry.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn accept_past_cap(
+        &mut self,
+        envelope: Envelope<P>,
+        body: &mut Body<P>,
+        pid: Pid,
+    ) -> Option<Event<P>> {
+        match envelope {
+            Envelope {
+                generation,
+                item: Item::Signal(Signal::Down(target, reason)),
+                ..
+            } if generation == pid.generation() => self.carry_down(body, target, reason),
+            Envelope {
+                generation,
+                item: Item::Timer(firing),
+                ..
+            } if generation == pid.generation() && !firing.timeout => {
+                Self::carry_timer(body, &firing)
+            }
+            envelope => self.accept(envelope, body, pid),
+        }
+    }
+
+    /// The carry is being given to a step: what was marked as taken past
+    /// the last step's cap (`carry_timer`, `carry_down`) is now seen, and
+    /// the marks go (a carried timer's record with them).
+    #[cold]
+    #[inline(never)]
+    pub(super) fn hand_over_carried(extra: &mut Extra<P>) {
+        if let Some(links) = extra.links.as_mut() {
+            links.carried_down = false;
+        }
+        if let Some(at) = extra.timers.iter().position(|r| r.carried()) {
+            extra.timers.swap_remove(at);
+        }
     }
 
     /// The event of a timer's `firing`, if it is the process's pending
