@@ -65,6 +65,7 @@ use std::time::{Duration, Instant};
 
 mod close;
 mod contain;
+mod forward;
 mod signals;
 mod step;
 mod timers;

@@ -230,59 +230,6 @@ impl<P: Process> Local<P> {
         }
     }
 
-    /// The step of an outside receiver's slot (`outside.rs`): moves the
-    /// messages collected for it into its inbox. Returns whether it must
-    /// end (a cancel: shutdown's, or a terminate's as the last step) and
-    /// whether events are still carried for it.
-    #[cold]
-    #[inline(never)]
-    fn forward(&mut self, body: &mut Body<P>, pid: Pid) -> (bool, bool) {
-        let mut end = false;
-        let messages = self.events.drain(..).filter_map(|event| match event {
-            Event::Message(message) => Some(message),
-            Event::Cancel(_) => {
-                end = true;
-                None
-            }
-            // A receiver yields no command, so no completion is pending
-            // and `collect_events` reported any as unknown.
-            _ => None,
-        });
-        let inbox = body
-            .outside()
-            .expect("a slot without a process has an inbox");
-        let shared = &self.shared;
-        inbox.push_all(messages, |message| {
-            shared.undelivered(pid, Event::Message(message));
-        });
-        (end, !body.carry.is_empty())
-    }
-
-    /// Ends an outside receiver's step: parks it Idle again (or requeues
-    /// it, with events still carried), or closes it.
-    #[cold]
-    #[inline(never)]
-    fn end_forward(&mut self, task: Task<P>, end: bool, more: bool) {
-        let slot = task.slot();
-        slot.count_step();
-        self.counters().steps.add(1);
-        if end {
-            let why = if self.shared.phase() >= phase::STOPPING {
-                ProcessError::Shutdown
-            } else {
-                ProcessError::Terminated
-            };
-            return self.close(slot, Err(why), true);
-        }
-        let park = if more { Park::Continue } else { Park::Idle };
-        slot.stamp(self.shared.clock.now());
-        match slot.state.end_step(park) {
-            AfterStep::Requeue => self.yielded.push_back(task),
-            AfterStep::Parked => {}
-            AfterStep::Close => self.close(slot, Err(ProcessError::Terminated), true),
-        }
-    }
-
     /// Fills the step buffer: first the events carried over from the last
     /// step, then the process's queued events, up to the cap of events per
     /// step, dropping (and reporting) events meant for an earlier process
