@@ -27,6 +27,17 @@
 //! - [`LongStep`]: what the long-step monitor reports (see
 //!   [`Builder::long_step_monitor`]); steps cannot be preempted, so long
 //!   ones poll [`StepOutput::should_yield`](crate::process::StepOutput::should_yield).
+//!
+//! Every method that takes a timeout (`recv_timeout`, `call`,
+//! `send_timeout`, `join_timeout`, `join_next_timeout`, `shutdown`, and
+//! the blocking pool's keep-alive) takes any `Duration`: one too large to
+//! add to the clock, `Duration::MAX` among them, waits for ever in practice
+//! (a century), as `std`'s own `recv_timeout` does; none panics.
+//!
+//! A panic of the scheduler's own code on a worker (a bug: user code is
+//! contained where it is called) does not kill the worker: it is counted
+//! in [`Stats::worker_panics`] and [`ShutdownReport::worker_panics`], and
+//! the process the worker held is closed as `Panicked`.
 
 mod global;
 

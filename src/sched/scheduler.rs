@@ -109,7 +109,7 @@ pub struct ShutdownReport {
     /// `on_undelivered`).
     pub timers_cancelled: usize,
     /// Panics of the scheduler's own code contained on the workers during
-    /// the scheduler's life (see [`Stats::worker_panics`]). Zero unless
+    /// the scheduler's life (see [`Stats::worker_panics`](super::Stats::worker_panics)). Zero unless
     /// the scheduler has a bug.
     pub worker_panics: u64,
 }
