@@ -112,11 +112,24 @@ fn info(s: &Scheduler<Script>, pid: Pid) -> Option<ProcessInfo> {
 }
 
 /// Sends `pid` a note and waits until its step has logged it: every event
-/// queued for it before has then been taken.
+/// queued for it before has then been taken; then waits for a step after
+/// that one.
 fn barrier(s: &Scheduler<Script>, log: &Log, pid: Pid, n: u64) {
     s.send(pid, Msg::Note(n)).unwrap();
     let note = format!("note {n}");
     wait_until("the note", || log.of(pid).contains(&note));
+    // And a later step: the one that took the note has then returned and
+    // its effects (sends, signals, timers) are applied.
+    let later = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = Arc::clone(&later);
+    s.send(
+        pid,
+        op(move |_| flag.store(true, std::sync::atomic::Ordering::SeqCst)),
+    )
+    .unwrap();
+    wait_until("a later step", || {
+        later.load(std::sync::atomic::Ordering::SeqCst)
+    });
 }
 
 /// Runs `f` on a thread of its own and waits at most 60 s for it: a

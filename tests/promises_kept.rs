@@ -205,11 +205,19 @@ fn the_last_set_status_of_a_step_wins() {
 }
 
 /// Sends `pid` a note and waits until its step has logged it: every event
-/// queued for it before, signals included, has then been taken.
+/// queued for it before, signals included, has then been taken; then waits
+/// for a step after that one.
 fn barrier(s: &Scheduler<Script>, log: &Log, pid: Pid, n: u64) {
     s.send(pid, Msg::Note(n)).unwrap();
     let note = format!("note {n}");
     wait_until("the note", || log.of(pid).contains(&note));
+    // And a later step: the one that took the note has then returned and
+    // its effects (sends, signals, timers) are applied.
+    let later = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = Arc::clone(&later);
+    s.send(pid, op(move |_| flag.store(true, Ordering::SeqCst)))
+        .unwrap();
+    wait_until("a later step", || later.load(Ordering::SeqCst));
 }
 
 /// "Unlike Erlang, a process holds at most one monitor per target:
@@ -551,4 +559,34 @@ fn a_receiver_ended_by_the_shutdown_is_not_counted_as_forced() {
     assert!(!report.timed_out, "{report:?}");
     assert_eq!(report.forced, 0, "{report:?}");
     assert!(inbox.recv().is_err());
+}
+
+/// "Removes the link with `pid`, if any, on both sides: no exit from it
+/// reaches this process after this step." (src/process/output.rs:401)
+#[test]
+fn an_unlinked_process_outlives_the_abnormal_end_of_its_former_link() {
+    let log = Log::default();
+    let s = Scheduler::builder().workers(2).build().unwrap();
+    let t = s.submit_joinable(Script::new(&log), "run", ()).unwrap();
+    let w = s.submit_joinable(Script::new(&log), "run", ()).unwrap();
+    let (tp, wp) = (t.pid(), w.pid());
+    s.send(wp, op(move |out| out.link(tp))).unwrap();
+    barrier(&s, &log, wp, 1);
+    barrier(&s, &log, tp, 2);
+    assert_eq!(info(&s, tp).unwrap().links, 1, "linked");
+    s.send(wp, op(move |out| out.unlink(tp))).unwrap();
+    barrier(&s, &log, wp, 3);
+    barrier(&s, &log, tp, 4);
+    assert_eq!(info(&s, tp).unwrap().links, 0, "unlinked on both sides");
+    s.terminate(tp).unwrap();
+    assert!(matches!(joined(t), Err(ProcessError::Terminated)));
+    barrier(&s, &log, wp, 5);
+    assert_eq!(
+        log.of(wp),
+        ["note 1", "note 3", "note 5"],
+        "no exit, no Down"
+    );
+    s.send(wp, op(|out| out.done(Token(5, None)))).unwrap();
+    assert_eq!(joined(w).unwrap().0, 5, "w lived on");
+    s.shutdown(Duration::from_secs(1));
 }
