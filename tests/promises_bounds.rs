@@ -361,7 +361,6 @@ fn recv_timeout_zero_takes_what_was_forwarded_or_times_out() {
 
 /// `recv_timeout(Duration::MAX)` waits as `recv` does (defect 8).
 #[test]
-#[ignore = "defect 8: fixed separately"]
 fn recv_timeout_max_waits_for_the_message() {
     let (s, _) = one_worker();
     let inbox = s.mailbox().unwrap();
@@ -409,19 +408,23 @@ fn send_timeout_zero_on_a_full_mailbox_hands_the_message_back() {
 /// (defect 8): here the process is terminated, which frees its mailbox,
 /// and the sender learns of the end.
 #[test]
-#[ignore = "defect 8: fixed separately"]
 fn send_timeout_max_waits_for_room() {
     let (s, log) = one_worker();
     let p = a_full_mailbox(&s, &log);
     let sender = Arc::clone(&s);
-    let sent = guarded("send_timeout(MAX)", move || {
-        matches!(
-            sender.send_timeout(p, Msg::Note(2), Duration::MAX),
+    let (tx, rx) = mpsc::channel();
+    thread::spawn(move || {
+        let sent = sender.send_timeout(p, Msg::Note(2), Duration::MAX);
+        let _ = tx.send(matches!(
+            sent,
             Ok(()) | Err(SendError::Finished(Msg::Note(2)))
-        )
+        ));
     });
+    // Whether the sender waits by now or not, it must learn of the end.
+    thread::sleep(Duration::from_millis(10));
     s.terminate(p).unwrap();
-    assert!(sent.unwrap());
+    let sent = rx.recv_timeout(common::ms(60_000));
+    assert_eq!(sent, Ok(true), "send_timeout(MAX) did not return");
     s.shutdown(Duration::from_secs(1));
 }
 
@@ -438,7 +441,6 @@ fn call_zero_times_out() {
 
 /// `call(.., Duration::MAX)` waits for the reply (defect 8).
 #[test]
-#[ignore = "defect 8: fixed separately"]
 fn call_max_waits_for_the_reply() {
     let (s, log) = one_worker();
     let server = s.submit(Script(log), "run", ()).unwrap();
@@ -483,7 +485,6 @@ fn join_timeouts_of_zero_hand_back_or_return_at_once() {
 
 /// `join_timeout(Duration::MAX)` waits for the end (defect 8).
 #[test]
-#[ignore = "defect 8: fixed separately"]
 fn join_timeout_max_waits_for_the_end() {
     let (s, log) = one_worker();
     let p = s.submit_joinable(Script(log), "run", ()).unwrap();
@@ -497,7 +498,6 @@ fn join_timeout_max_waits_for_the_end() {
 
 /// `join_next_timeout(Duration::MAX)` waits for the end (defect 8).
 #[test]
-#[ignore = "defect 8: fixed separately"]
 fn join_next_timeout_max_waits_for_the_end() {
     let (s, log) = one_worker();
     let mut set = JoinSet::new();
@@ -514,7 +514,6 @@ fn join_next_timeout_max_waits_for_the_end() {
 /// `shutdown(Duration::MAX)` "returns soon after the last process has
 /// ended, not at the timeout" (src/sched/scheduler.rs:360; defect 8).
 #[test]
-#[ignore = "defect 8: fixed separately"]
 fn shutdown_max_returns_once_every_process_ended() {
     let (s, log) = one_worker();
     s.submit(Script(log), "run", ()).unwrap();

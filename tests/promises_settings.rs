@@ -264,7 +264,6 @@ fn blocking_keep_alive_zero_still_runs_every_command() {
 /// `blocking_keep_alive(Duration::MAX)`: idle threads never exit on their
 /// own, and the pool still runs commands and shuts down (defect 5).
 #[test]
-#[ignore = "defect 5: fixed separately"]
 fn blocking_keep_alive_max_runs_commands_and_shuts_down() {
     runs(
         "blocking_keep_alive(MAX)",
