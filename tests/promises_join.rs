@@ -203,7 +203,6 @@ fn a_dropped_join_set_does_not_affect_its_processes() {
 /// the outcome of a process of a dropped set is dropped when it ends, not
 /// kept until the last process of the set ends.
 #[test]
-#[ignore = "broken: a dropped JoinSet's outcomes are kept in its queue until its last process ends"]
 fn the_outcome_of_a_dropped_sets_process_is_dropped_as_it_ends() {
     let (s, _) = scheduler();
     let drops = Arc::new(AtomicUsize::new(0));

@@ -551,7 +551,6 @@ fn a_call_waiting_when_the_scheduler_shuts_down_is_told_so() {
 /// ("Shutdown ends every receiver", src/sched/outside.rs:116), is counted
 /// in `forced` all the same.
 #[test]
-#[ignore = "broken: a receiver ended by shutdown's cancel is counted in ShutdownReport::forced though the timeout never passed"]
 fn a_receiver_ended_by_the_shutdown_is_not_counted_as_forced() {
     let s = Scheduler::<Script>::builder().workers(1).build().unwrap();
     let inbox = s.mailbox().unwrap();

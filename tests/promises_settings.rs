@@ -205,7 +205,6 @@ fn every_count_setting_at_its_maximum_builds_and_runs() {
 /// honoured, and `build` panics ("capacity overflow") instead of
 /// returning an error.
 #[test]
-#[ignore = "broken: Builder::workers(usize::MAX).build() panics with 'capacity overflow' instead of returning an error"]
 fn workers_beyond_what_can_be_spawned_is_an_error() {
     let built = guarded("build", || {
         Scheduler::<Round>::builder()
@@ -223,7 +222,6 @@ fn workers_beyond_what_can_be_spawned_is_an_error() {
 /// `usize::MAX` records cannot be allocated, and `build` panics
 /// ("capacity overflow") instead.
 #[test]
-#[ignore = "broken: Builder::trace(usize::MAX).build() panics with 'capacity overflow' instead of returning an error"]
 fn a_trace_ring_that_cannot_be_allocated_is_refused() {
     let built = guarded("build", || {
         Scheduler::<Round>::builder()

@@ -81,8 +81,8 @@ impl<P: Process> Builder<P> {
         }
     }
 
-    /// The number of worker threads (at least 1: [`build`](Builder::build)
-    /// refuses 0). Default: [`std::thread::available_parallelism`], which
+    /// The number of worker threads (at least 1 and at most 65,536:
+    /// [`build`](Builder::build) refuses 0 and more). Default: [`std::thread::available_parallelism`], which
     /// honours CPU affinity and cgroup limits.
     pub fn workers(mut self, workers: usize) -> Self {
         self.workers = Some(workers);
@@ -420,8 +420,8 @@ impl<P: Process> Builder<P> {
     /// of `Instant`) and one 32-byte record: about 3 ns on a bare
     /// `Continue` step here, 20 ns on a message round trip. See
     /// `src/sched/trace.rs`.
-    /// `events_per_worker` must be at least 1 ([`build`](Builder::build)
-    /// refuses 0).
+    /// `events_per_worker` must be at least 1 and at most 2^32
+    /// ([`build`](Builder::build) refuses 0 and more).
     pub fn trace(mut self, events_per_worker: usize) -> Self {
         self.trace = Some(events_per_worker);
         self

@@ -253,6 +253,8 @@ pub(crate) struct SetCell<P: Process> {
 struct SetState<P: Process> {
     ended: VecDeque<(Pid, Outcome<P>)>,
     waker: Option<Waker>,
+    /// The [`JoinSet`] was dropped: outcomes are dropped as they come.
+    dropped: bool,
 }
 
 impl<P: Process> SetCell<P> {
@@ -263,6 +265,11 @@ impl<P: Process> SetCell<P> {
     fn push(&self, pid: Pid, outcome: Outcome<P>) {
         let waker = {
             let mut state = self.lock();
+            if state.dropped {
+                drop(state);
+                drop(outcome); // outside the lock: it may run user code
+                return;
+            }
             state.ended.push_back((pid, outcome));
             state.waker.take()
         };
@@ -323,6 +330,7 @@ impl<P: Process> JoinSet<P> {
                 state: Mutex::new(SetState {
                     ended: VecDeque::new(),
                     waker: None,
+                    dropped: false,
                 }),
                 ready: Condvar::new(),
             }),
@@ -444,6 +452,19 @@ impl<P: Process> JoinSet<P> {
     /// set is empty.
     pub fn joined(&mut self) -> Joined<'_, P> {
         Joined { set: self }
+    }
+}
+
+impl<P: Process> Drop for JoinSet<P> {
+    /// The outcomes already in the set are dropped now, and each later one
+    /// as its process ends: nothing is kept for a set nobody can read.
+    fn drop(&mut self) {
+        let ended = {
+            let mut state = self.cell.lock();
+            state.dropped = true;
+            core::mem::take(&mut state.ended)
+        };
+        drop(ended); // outside the lock: it may run user code
     }
 }
 

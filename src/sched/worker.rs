@@ -173,6 +173,9 @@ pub(crate) struct Local<P: Process> {
     /// mailbox: then `run_task` checks for waiting senders after the
     /// holding's last RMW of the state word (`bound.rs`, `Room`).
     released: bool,
+    /// The process `close` is about to close ended on its own shutdown
+    /// cancel (an outside receiver's step): not a forced close.
+    ended_on_cancel: bool,
     /// The timer tick a step's `apply_timers` read, and the loop turn
     /// (`tick`) it ran in: the next turn's poll of this worker's wheel uses
     /// it instead of reading the clock again; no later one does (unless
@@ -213,6 +216,7 @@ impl<P: Process> Local<P> {
             fired: Vec::new(),
             fired_messages: Vec::new(),
             released: false,
+            ended_on_cancel: false,
             timer_tick: None,
         }
     }

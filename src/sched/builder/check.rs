@@ -6,6 +6,14 @@ use crate::process::Process;
 use core::fmt;
 use std::io;
 
+/// The most workers a scheduler runs: far past any machine's cores, and
+/// refused rather than left to fail as an allocation of that many deques.
+pub(crate) const MAX_WORKERS: usize = 1 << 16;
+
+/// The largest trace ring (events per worker): 128 GiB of records a
+/// worker, refused rather than left to overflow the ring's allocation.
+pub(crate) const MAX_TRACE_EVENTS: usize = 1 << 32;
+
 impl<P: Process> Builder<P> {
     /// Refuses the settings `build` cannot honour, naming each.
     pub(super) fn validate(&self) -> io::Result<()> {
@@ -43,7 +51,17 @@ impl<P: Process> Builder<P> {
                 "max_blocking_threads(0): the blocking pool needs at least one thread",
             ),
         ];
-        match zero.iter().find(|(refused, _)| *refused) {
+        let too_large = [
+            (
+                self.workers.is_some_and(|n| n > MAX_WORKERS),
+                "workers(n): at most 65,536 workers",
+            ),
+            (
+                self.trace.is_some_and(|n| n > MAX_TRACE_EVENTS),
+                "trace(n): a trace ring holds at most 2^32 events",
+            ),
+        ];
+        match zero.iter().chain(&too_large).find(|(refused, _)| *refused) {
             Some((_, why)) => Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 format!("stepsched::Builder::{why}"),

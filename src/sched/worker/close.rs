@@ -126,7 +126,8 @@ impl<P: Process> Local<P> {
         if self.shared.config.count_queued {
             slot.count_drained(drained);
         }
-        if matches!(outcome, Err(ProcessError::Shutdown)) {
+        let on_cancel = core::mem::take(&mut self.ended_on_cancel);
+        if matches!(outcome, Err(ProcessError::Shutdown)) && !on_cancel {
             // Relaxed: read by `shutdown` after `live()` reached zero; the
             // Release store of this close's count in `table.remove` below
             // (Acquire-loaded by `live()`) orders this increment before it.

@@ -47,6 +47,9 @@ impl<P: Process> Local<P> {
         self.counters().steps.add(1);
         if end {
             let why = if self.shared.phase() >= phase::STOPPING {
+                // Ended by its cancel, as a process that ends on it: the
+                // shutdown report counts it completed, not forced.
+                self.ended_on_cancel = true;
                 ProcessError::Shutdown
             } else {
                 ProcessError::Terminated
