@@ -420,3 +420,53 @@ fn message_to_an_idle_process_is_seen_by_the_worker_that_queues_it() {
         assert_eq!(p.state.load().lifecycle(), Lifecycle::Idle);
     });
 }
+
+/// As `message_then_completion_to_blocked_are_both_seen`, but the step that
+/// the completion wakes ends as a process waiting for that completion does
+/// when it did not see it: `Wait` again. If a message's push is mid-link
+/// ahead of the completion, the drain stops at the message and the
+/// completion is left behind it; the message's notify, which comes after
+/// its link, does not wake a Blocked process. So the worker's `end_wait`
+/// (`src/sched/worker/step.rs`), restated here, parks the process Idle
+/// instead when its mailbox is not empty, and the notify that follows the
+/// link wakes it: the completion still reaches a step.
+///
+/// Kills: `end_wait` parking Blocked whatever the mailbox holds (the
+/// completion is lost: queued once).
+#[test]
+fn a_completion_behind_a_message_mid_link_reaches_a_waiting_process() {
+    loom::model(|| {
+        let (p, g) = Proc::running();
+        p.end_step(Park::Wait);
+        let messenger = {
+            let p = p.clone();
+            thread::spawn(move || p.deliver(g, 1, Wake::Message))
+        };
+        let completer = {
+            let p = p.clone();
+            thread::spawn(move || p.deliver(g, 2, Wake::Completion))
+        };
+        completer.join().unwrap();
+        assert_eq!(p.state.start(), Start::Step { last: false });
+        let seen = p.step_events();
+        let park = if seen.contains(&2) {
+            Park::Idle
+        } else if {
+            // SAFETY: we hold the process (Running): the only consumer.
+            unsafe { p.events.is_empty() }
+        } {
+            Park::Wait
+        } else {
+            Park::Idle // `end_wait`: something the drain did not see
+        };
+        p.end_step(park);
+        messenger.join().unwrap();
+        if !seen.contains(&2) {
+            assert_eq!(
+                p.queued.load(Ordering::Relaxed),
+                2,
+                "the completion was lost"
+            );
+        }
+    });
+}

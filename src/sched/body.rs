@@ -45,6 +45,13 @@ pub(crate) struct Extra<P: Process> {
     /// A `Down` handed over by a worker that claimed the waiting process
     /// (`Local::send_down`, `Local::send_signal`), for its next step.
     pub(crate) down: Option<(crate::process::Pid, crate::process::ExitReason)>,
+    /// The last step asked to wait for a completion, but its mailbox held
+    /// what the collection could not see past (a push still being linked)
+    /// or what came during the step: it was parked Idle instead, so that
+    /// the notify that follows that push's link wakes it, and the next
+    /// collection decides (`before_step`, `Before::Rewait`): with nothing
+    /// but messages, they are carried and it waits again without a step.
+    pub(crate) rewait: bool,
 }
 
 impl<P: Process> Extra<P> {
@@ -54,6 +61,7 @@ impl<P: Process> Extra<P> {
             links: None,
             timers: Vec::new(),
             down: None,
+            rewait: false,
         })
     }
 
@@ -64,6 +72,7 @@ impl<P: Process> Extra<P> {
             && self.links.is_none()
             && self.timers.capacity() == 0
             && self.down.is_none()
+            && !self.rewait
     }
 }
 

@@ -186,3 +186,107 @@ fn a_withdrawn_process_leaves_its_mailbox_to_the_stranded_events_report() {
         "the message reported once, the scheduler's cancel never"
     );
 }
+
+/// Yields one command in its first step and waits for it; ends with the
+/// number of messages it was given beside the completion.
+struct Waiter {
+    asked: bool,
+}
+
+struct Ask;
+
+impl crate::process::Command for Ask {
+    fn kind(&self) -> &'static str {
+        "ask"
+    }
+}
+
+impl Process for Waiter {
+    type Input = ();
+    type Message = u32;
+    type Command = Ask;
+    type Reply = ();
+    type Output = usize;
+    type Error = ();
+
+    fn init(&mut self, _: &str, _: ()) -> Result<(), ()> {
+        Ok(())
+    }
+
+    fn step(
+        &mut self,
+        events: &mut Vec<Event<Self>>,
+        out: &mut StepOutput<'_, Self>,
+    ) -> Result<(), ()> {
+        let completed = (events.iter()).any(|e| matches!(e, Event::Completion { tag: 1, .. }));
+        let messages = (events.iter())
+            .filter(|e| matches!(e, Event::Message(_)))
+            .count();
+        events.clear();
+        if completed {
+            out.done(messages);
+        } else {
+            if !self.asked {
+                self.asked = true;
+                out.yield_command(1, Ask);
+            }
+            out.set_status(crate::process::Status::Wait);
+        }
+        Ok(())
+    }
+}
+
+/// A message whose push is mid-link when the completion behind it wakes a
+/// waiting process: the drain stops at the message, the step sees nothing
+/// and waits again, and the message's notify (after its link) does not
+/// wake a Blocked process. The process must still get its completion (it
+/// used to wait for ever), with the message beside it, not before it.
+#[test]
+fn a_completion_behind_a_message_mid_link_reaches_the_waiting_process() {
+    let (tx, completer) = std::sync::mpsc::channel();
+    let tx = std::sync::Mutex::new(tx);
+    let s = Scheduler::<Waiter>::builder()
+        .workers(1)
+        .handler("ask", move |_: Ask, done| {
+            let _ = tx.lock().unwrap().send(done);
+        })
+        .build()
+        .unwrap();
+    let job = s.submit_joinable(Waiter { asked: false }, "", ()).unwrap();
+    let pid = job.pid();
+    let slot = s.shared.table.get(pid.index()).unwrap();
+    let done = completer.recv_timeout(Duration::from_secs(60)).unwrap();
+    wait_for("the process to wait", || {
+        slot.state.load().lifecycle() == crate::process::state::Lifecycle::Blocked
+    });
+    let mut nodes = crate::mpsc::NodeCache::new();
+    let envelope = crate::sched::table::Envelope {
+        generation: pid.generation(),
+        counted: false,
+        item: crate::sched::table::Item::Event(Event::Message(7)),
+    };
+    let mid = slot.events.push_mid_link(envelope, &mut nodes);
+    done.succeed(()).unwrap();
+    // The completion's step runs and sees nothing past the message: its
+    // process waits again, Idle (the fix) or Blocked (the loss).
+    wait_for("the completion's step", || {
+        let steps = (s.processes().iter())
+            .find(|p| p.pid == pid)
+            .map_or(0, |p| p.steps);
+        let now = slot.state.load().lifecycle();
+        use crate::process::state::Lifecycle::{Ready, Running};
+        steps >= 2 && now != Running && now != Ready
+    });
+    mid.link();
+    if slot
+        .state
+        .notify(pid.generation(), crate::process::state::Wake::Message)
+        == crate::process::state::Notify::Schedule
+    {
+        s.shared
+            .schedule_remote(crate::sched::table::Task::new(slot));
+    }
+    let outcome = job.join_timeout(Duration::from_secs(60));
+    assert_eq!(outcome.ok(), Some(Ok(1)), "the completion was lost");
+    assert_eq!(s.shutdown(Duration::from_secs(60)).stuck, 0);
+}

@@ -21,6 +21,10 @@ pub(super) enum Before {
     Step,
     /// Only signals woke this idle process: park it again, no step.
     Repark,
+    /// Only messages came to a process waiting for a completion that was
+    /// parked Idle for a push it could not see past (`Extra::rewait`):
+    /// carry them and wait again, no step.
+    Rewait,
     /// An exit signal ended it: close it without a step.
     Kill,
 }
@@ -367,6 +371,7 @@ impl<P: Process> Local<P> {
         let Some(extra) = body.extra.as_deref_mut() else {
             return Before::Step;
         };
+        let rewait = core::mem::take(&mut extra.rewait);
         if !full {
             if let Some((pid, reason)) = extra.down.take() {
                 // Written where it goes: a plain `push` built the event on
@@ -386,13 +391,20 @@ impl<P: Process> Local<P> {
                 }
             }
         }
-        let Some(links) = extra.links.as_ref() else {
-            return Before::Step;
+        let idle = match extra.links.as_ref() {
+            Some(links) => {
+                publish_counts(slot, links);
+                if links.killed_by().is_some() {
+                    return Before::Kill;
+                }
+                links.idle
+            }
+            None => false,
         };
-        publish_counts(slot, links);
-        if links.killed_by().is_some() {
-            Before::Kill
-        } else if links.idle && !last && !full && self.events.is_empty() {
+        let quiet = !last && !full;
+        if rewait && quiet && (self.events.iter()).all(|e| matches!(e, Event::Message(_))) {
+            Before::Rewait
+        } else if idle && quiet && self.events.is_empty() {
             Before::Repark
         } else {
             Before::Step

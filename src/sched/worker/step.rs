@@ -96,8 +96,9 @@ impl<P: Process> Local<P> {
             let body = unsafe { slot.body() };
             let full = self.collect_events(slot, body, pid);
             let before = self.before_step(slot, body, last, full);
-            if let Before::Kill = before {
-                // Its events are reported by `close`, like a carry.
+            if let Before::Kill | Before::Rewait = before {
+                // Its events are reported by `close`, like a carry; or,
+                // only messages, they wait in the carry for the completion.
                 body.carry.append(&mut self.events);
             }
             (full, before)
@@ -107,6 +108,7 @@ impl<P: Process> Local<P> {
             // An exit signal through a link (`signals.rs`).
             Before::Kill => return self.close(slot, Err(ProcessError::Terminated), false),
             Before::Repark => return self.end(task, Park::Idle),
+            Before::Rewait => return self.end_wait(task),
         }
         let (outcome, status, more) = 'body: {
             // SAFETY: we hold the process (Running, from `run_task`'s
@@ -203,10 +205,39 @@ impl<P: Process> Local<P> {
             // Events are carried over that would have woken it (see
             // `carry_leftovers`): it runs again at once.
             (None, Status::Wait | Status::Idle) if more => Park::Continue,
-            (None, Status::Wait) => Park::Wait,
+            (None, Status::Wait) => return self.end_wait(task),
             (None, Status::Idle) => Park::Idle,
         };
         self.end(task, park);
+    }
+
+    /// Ends the step of `task`, which waits for a completion: parks it
+    /// Blocked, unless its mailbox is not empty. A message's push may be
+    /// mid-link there, ahead of a completion the drain could not reach,
+    /// whose wake this step took; the message's own notify, after its
+    /// link, does not wake a Blocked process. So it parks Idle, marked
+    /// (`Extra::rewait`): that notify, or any other, wakes it, and
+    /// `before_step` sends it back to wait if only messages came. (loom:
+    /// `state.rs`, `a_completion_behind_a_message_mid_link_reaches_a_waiting_process`.)
+    fn end_wait(&mut self, task: Task<P>) {
+        let slot = task.slot();
+        // SAFETY: we hold the process (Running): its mailbox's only
+        // consumer until `end_step`.
+        if unsafe { slot.events.is_empty() } {
+            return self.end(task, Park::Wait);
+        }
+        self.mark_rewait(slot);
+        self.end(task, Park::Idle)
+    }
+
+    /// Marks `slot`'s process for [`end_wait`](Self::end_wait)'s Idle park.
+    #[cold]
+    #[inline(never)]
+    fn mark_rewait(&mut self, slot: &Slot<P>) {
+        // SAFETY: we hold the process (Running); the borrow ends here,
+        // before `end_step`.
+        let body = unsafe { slot.body() };
+        body.extra_from(&mut self.spare_extras).rewait = true;
     }
 
     /// Ends the step of `task`: parks or requeues it, or closes it if a
