@@ -1,0 +1,587 @@
+//! The process under test. Each step books the events it gets and checks
+//! what the docs promise about them (one `Down` per monitor or link, none
+//! after a `demonitor` or `unlink`, no `Timer` after `cancel_timer` nor
+//! before its deadline, one completion per command), then at random
+//! sends, floods, replies, yields commands (inline, later, blocking, with
+//! timeouts), sets and cancels timers, monitors, links, traps exits,
+//! spawns, and ends (done, failed, panicked).
+//!
+//! A *watcher* traps exits from its first step and does not end, not even
+//! on `Cancel::Shutdown`, while it waits for the `Down` of a monitor or
+//! link it set: so a lost `Down` shows as a process that never ends. It
+//! waits only for plain processes and for watchers older than itself (no
+//! two wait for each other), and only watchers link watchers never (so
+//! every `Down` a watcher gets is one it asked for).
+
+use super::*;
+
+/// What a process yields.
+#[derive(Debug)]
+pub(crate) enum Cmd {
+    /// Completed by the handler on the worker.
+    Inline,
+    /// Completed later by the helper thread (or dropped).
+    Later,
+    /// Run on the blocking pool: sleeps, then completes (or panics).
+    Block { micros: u64, panic: bool },
+}
+
+impl Command for Cmd {
+    fn kind(&self) -> &'static str {
+        match self {
+            Cmd::Inline => "inline",
+            Cmd::Later => "later",
+            Cmd::Block { .. } => "block",
+        }
+    }
+}
+
+/// The input of `init`.
+pub(crate) struct Spec {
+    pub(crate) who: Who,
+    pub(crate) seed: u64,
+    pub(crate) fail_init: bool,
+}
+
+/// A monitor or link, as its holder sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Watch {
+    /// Set; `wait`: its `Down` must come before this process ends.
+    Active { wait: bool },
+    /// Its `Down` came.
+    Down,
+    /// Demonitored or unlinked: no `Down` may come after.
+    Cancelled,
+}
+
+/// A timer, as its process sees it.
+#[derive(Debug, Clone, Copy)]
+struct Timer {
+    not_before: Instant,
+    rearmed: bool,
+}
+
+pub(crate) struct Actor {
+    round: Arc<Round>,
+    serial: u64,
+    who: Who,
+    rng: Rng,
+    budget: u32,
+    steps: u32,
+    stopping: bool,
+    trapping: bool,
+    ever_trapped: bool,
+    next_tag: u64,
+    pending: HashSet<u64>,
+    next_timer: u64,
+    timers: HashMap<u64, Timer>,
+    cancelled: HashSet<u64>,
+    monitors: HashMap<Pid, Watch>,
+    links: HashMap<Pid, Watch>,
+    owed: Vec<Pid>,
+    /// Its PID, known from its first step on.
+    me: Option<Pid>,
+}
+
+impl Actor {
+    pub(crate) fn new(round: &Arc<Round>) -> Self {
+        Actor {
+            round: Arc::clone(round),
+            serial: round.processes.alloc(),
+            who: Who::Plain,
+            rng: Rng::new(0),
+            budget: 0,
+            steps: 0,
+            stopping: false,
+            trapping: false,
+            ever_trapped: false,
+            next_tag: 0,
+            pending: HashSet::new(),
+            next_timer: 0,
+            timers: HashMap::new(),
+            cancelled: HashSet::new(),
+            monitors: HashMap::new(),
+            links: HashMap::new(),
+            owed: Vec::new(),
+            me: None,
+        }
+    }
+
+    pub(crate) fn serial(&self) -> u64 {
+        self.serial
+    }
+
+    /// Whether a `Down` this process waits for has not come yet.
+    fn waiting(&self) -> bool {
+        let open = |w: &Watch| matches!(w, Watch::Active { wait: true });
+        self.monitors.values().any(open) || self.links.values().any(open)
+    }
+
+    /// Whether a `Down` about `target` must come before this one ends.
+    fn waits_for(&self, target: &Target) -> bool {
+        match target.who {
+            Who::Plain => true,
+            Who::Watcher => target.serial < self.serial,
+            Who::Receiver => false,
+        }
+    }
+
+    fn send(&self, out: &mut StepOutput<'_, Self>, to: Pid, body: Body) {
+        let message = Msg::new(&self.round, to, body);
+        message.accepted();
+        out.send(to, message);
+        self.round.op();
+    }
+
+    fn on_down(&mut self, me: Pid, pid: Pid, reason: ExitReason) {
+        let round = &self.round;
+        let strict = self.who == Who::Watcher || !self.ever_trapped;
+        round.downs.lock().unwrap().push((me, pid, reason.clone()));
+        if let Some(w @ Watch::Active { .. }) = self.monitors.get_mut(&pid) {
+            *w = Watch::Down;
+            return;
+        }
+        if let Some(w @ Watch::Active { .. }) = self.links.get_mut(&pid) {
+            *w = Watch::Down;
+            return;
+        }
+        let defect = Some(Defect::CarriedPastCancel);
+        if self.monitors.get(&pid) == Some(&Watch::Cancelled) && strict {
+            let detail = format!("{me} got Down({pid}, {reason}) after the step that demonitored it (events per step {})", round.cfg.events_per_step);
+            round.find(Check::DownAfterDemonitor, defect, detail);
+        } else if self.links.get(&pid) == Some(&Watch::Cancelled) && self.who == Who::Watcher {
+            let detail = format!("{me} got Down({pid}, {reason}) after the step that unlinked it (events per step {})", round.cfg.events_per_step);
+            round.find(Check::DownAfterUnlink, defect, detail);
+        } else if strict {
+            let detail = format!(
+                "{me} got Down({pid}, {reason}) with no monitor or link waiting for it (monitor {:?}, link {:?})",
+                self.monitors.get(&pid),
+                self.links.get(&pid)
+            );
+            round.find(Check::ExtraDown, None, detail);
+        }
+    }
+
+    fn on_timer(&mut self, me: Pid, tag: u64, now: Instant) {
+        let round = &self.round;
+        match self.timers.remove(&tag) {
+            Some(timer) if now < timer.not_before => {
+                let early = timer.not_before - now;
+                let (check, defect) = if timer.rearmed {
+                    (Check::TimerAfterCancel, Some(Defect::CarriedPastCancel))
+                } else {
+                    (Check::BadTimer, None)
+                };
+                let what = if timer.rearmed { " (re-armed)" } else { "" };
+                round.find(
+                    check,
+                    defect,
+                    format!("{me}: timer {tag}{what} fired {early:?} early"),
+                );
+            }
+            Some(_) => {}
+            None if self.cancelled.contains(&tag) => round.find(
+                Check::TimerAfterCancel,
+                Some(Defect::CarriedPastCancel),
+                format!(
+                    "{me}: timer {tag} fired after the step that cancelled it (events per step {})",
+                    round.cfg.events_per_step
+                ),
+            ),
+            None => round.find(
+                Check::BadTimer,
+                None,
+                format!("{me}: timer {tag} fired twice or was never set"),
+            ),
+        }
+    }
+
+    fn on_completion(&mut self, me: Pid, tag: u64, result: Result<u64, CommandError>) {
+        let round = &self.round;
+        if let Ok(id) = &result {
+            round.replies.mark(*id, RECEIVED);
+        }
+        if !self.pending.remove(&tag) {
+            round.find(
+                Check::BadCompletion,
+                None,
+                format!("{me}: completion of tag {tag}, which is not pending"),
+            );
+        }
+        match result {
+            Ok(_)
+            | Err(CommandError::TimedOut)
+            | Err(CommandError::Dropped)
+            | Err(CommandError::Cancelled)
+            | Err(CommandError::Panicked(_)) => {}
+            Err(e) => round.find(
+                Check::BadCompletion,
+                None,
+                format!("{me}: tag {tag} completed with {e}"),
+            ),
+        }
+    }
+
+    fn on_message(&mut self, message: Msg, out: &mut StepOutput<'_, Self>) {
+        if let Body::Request(reply_to) = message.settle(RECEIVED) {
+            match self.rng.below(10) {
+                0 => {}                          // no reply: the call times out
+                1 => self.owed.push(reply_to),   // a later step replies
+                _ => self.send(out, reply_to, Body::Data),
+            }
+        }
+    }
+
+    /// A target for a message: registered, or a guess.
+    fn target(&mut self) -> Option<Pid> {
+        if self.rng.chance(60) {
+            Some(self.round.registry.guess(&mut self.rng))
+        } else {
+            self.round.registry.pick(&mut self.rng).map(|t| t.pid)
+        }
+    }
+
+    fn sends(&mut self, out: &mut StepOutput<'_, Self>) {
+        for to in std::mem::take(&mut self.owed) {
+            self.send(out, to, Body::Data);
+        }
+        for _ in 0..self.rng.below(3) {
+            if let Some(to) = self.target() {
+                let body = if self.rng.chance(200) {
+                    Body::Request(out.pid())
+                } else {
+                    Body::Data
+                };
+                self.send(out, to, body);
+            }
+        }
+        // A flood: more than a step takes, so events are carried.
+        if self.rng.chance(40) {
+            if let Some(to) = self.target() {
+                for _ in 0..2 * self.round.cfg.events_per_step + 2 {
+                    self.send(out, to, Body::Data);
+                }
+            }
+        }
+    }
+
+    fn commands(&mut self, out: &mut StepOutput<'_, Self>) {
+        let rng = &mut self.rng;
+        if self.pending.len() >= 3 || !rng.chance(200) {
+            return;
+        }
+        let tag = self.next_tag;
+        self.next_tag += 1;
+        let command = match rng.below(3) {
+            0 => Cmd::Inline,
+            1 => Cmd::Later,
+            _ => Cmd::Block {
+                micros: rng.below(1_500),
+                panic: rng.chance(50),
+            },
+        };
+        if rng.chance(300) {
+            let timeout = if rng.chance(50) {
+                Duration::MAX
+            } else {
+                Duration::from_micros(rng.below(2_000))
+            };
+            out.yield_command_timeout(tag, command, timeout);
+        } else {
+            out.yield_command(tag, command);
+        }
+        self.pending.insert(tag);
+        self.round.op();
+    }
+
+    fn timers(&mut self, out: &mut StepOutput<'_, Self>, now: Instant) {
+        let rng = &mut self.rng;
+        if rng.chance(150) {
+            let tag = self.next_timer;
+            self.next_timer += 1;
+            let not_before = if rng.chance(30) {
+                out.wake_after(tag, Duration::MAX);
+                now + Duration::from_secs(1 << 30)
+            } else if rng.chance(200) {
+                let at = now + Duration::from_micros(rng.below(2_000));
+                out.wake_at(tag, at);
+                at
+            } else {
+                let after = Duration::from_micros(rng.below(3_000));
+                out.wake_after(tag, after);
+                now + after
+            };
+            self.timers.insert(
+                tag,
+                Timer {
+                    not_before,
+                    rearmed: false,
+                },
+            );
+            self.round.op();
+        }
+        let pending: Vec<u64> = self.timers.keys().copied().collect();
+        if pending.is_empty() {
+            return;
+        }
+        let tag = *rng.pick(&pending);
+        if rng.chance(150) {
+            out.cancel_timer(tag);
+            self.timers.remove(&tag);
+            self.cancelled.insert(tag);
+            self.round.op();
+        } else if rng.chance(50) {
+            let after = Duration::from_micros(rng.below(3_000));
+            // Taken after the call: the deadline is at least this far off.
+            let not_before = Instant::now() + after;
+            out.wake_after(tag, after);
+            self.timers.insert(
+                tag,
+                Timer {
+                    not_before,
+                    rearmed: true,
+                },
+            );
+            self.round.op();
+        }
+    }
+
+    fn watches(&mut self, out: &mut StepOutput<'_, Self>) {
+        let me = out.pid();
+        let round = Arc::clone(&self.round);
+        if self.rng.chance(150) {
+            let target = if self.rng.chance(100) {
+                let pid = round.registry.guess(&mut self.rng);
+                Some((pid, false))
+            } else {
+                round
+                    .registry
+                    .pick(&mut self.rng)
+                    .map(|t| (t.pid, self.waits_for(&t)))
+            };
+            if let Some((pid, wait)) = target {
+                if pid != me && !self.monitors.contains_key(&pid) {
+                    out.monitor(pid);
+                    let wait = wait && self.who == Who::Watcher;
+                    self.monitors.insert(pid, Watch::Active { wait });
+                    round.op();
+                }
+            }
+        }
+        if self.rng.chance(80) {
+            let active: Vec<Pid> = (self.monitors.iter())
+                .filter(|(_, w)| matches!(w, Watch::Active { .. }))
+                .map(|(p, _)| *p)
+                .collect();
+            if !active.is_empty() {
+                let pid = *self.rng.pick(&active);
+                out.demonitor(pid);
+                self.monitors.insert(pid, Watch::Cancelled);
+                round.op();
+            }
+        }
+        // Links: to plain processes only (a watcher's `Down`s are all its
+        // own), after a watcher's first step (its trap is on by then).
+        let linking = match self.who {
+            Who::Watcher => self.steps > 1 && self.rng.chance(120),
+            _ => self.rng.chance(50),
+        };
+        if linking {
+            if let Some(target) = round.registry.pick(&mut self.rng) {
+                if target.who == Who::Plain
+                    && target.pid != me
+                    && !self.links.contains_key(&target.pid)
+                {
+                    out.link(target.pid);
+                    let wait = self.who == Who::Watcher
+                        && exercise(Defect::ExitOvertakesLink, round.cfg.long_run);
+                    self.links.insert(target.pid, Watch::Active { wait });
+                    round.op();
+                }
+            }
+        }
+        if self.rng.chance(40) {
+            let active: Vec<Pid> = (self.links.iter())
+                .filter(|(_, w)| matches!(w, Watch::Active { .. }))
+                .map(|(p, _)| *p)
+                .collect();
+            if !active.is_empty() {
+                let pid = *self.rng.pick(&active);
+                out.unlink(pid);
+                self.links.insert(pid, Watch::Cancelled);
+                round.op();
+            }
+        }
+        if self.who == Who::Plain && self.rng.chance(30) {
+            self.trapping = !self.trapping;
+            self.ever_trapped |= self.trapping;
+            out.trap_exits(self.trapping);
+            round.op();
+        }
+    }
+
+    fn spawn(&mut self, out: &mut StepOutput<'_, Self>) {
+        let round = Arc::clone(&self.round);
+        if round.live() >= round.cfg.live_cap || !self.rng.chance(50) {
+            return;
+        }
+        let child = Actor::new(&round);
+        let serial = child.serial;
+        let who = if self.rng.chance(250) {
+            Who::Watcher
+        } else {
+            Who::Plain
+        };
+        let spec = Spec {
+            who,
+            seed: self.rng.next(),
+            fail_init: self.rng.chance(20),
+        };
+        let result = match self.rng.below(4) {
+            0 => out.spawn_with(child, "lc", spec, SpawnOptions::new().mailbox_capacity(2)),
+            1 => out.spawn_with(child, "lc", spec, SpawnOptions::new().unbounded_mailbox()),
+            _ => out.spawn(child, "lc", spec),
+        };
+        round.op();
+        started(&round, serial, who, result);
+    }
+}
+
+/// Books a submit or spawn by its result.
+pub(crate) fn started(round: &Round, serial: u64, who: Who, result: Result<Pid, SpawnError<Actor>>) {
+    match result {
+        Ok(pid) => {
+            round.processes.mark(serial, ACCEPTED);
+            round.started.fetch_add(1, Ordering::Relaxed);
+            round.registry.push(Target { pid, who, serial });
+        }
+        Err(e) => {
+            let back = e.into_process().serial;
+            if back != serial {
+                round.find(
+                    Check::Api,
+                    None,
+                    format!("spawn of {serial} handed back {back}"),
+                );
+            }
+            round.processes.mark(serial, REFUSED);
+        }
+    }
+}
+
+impl Process for Actor {
+    type Input = Spec;
+    type Message = Msg;
+    type Command = Cmd;
+    type Reply = u64;
+    type Output = u64;
+    type Error = String;
+
+    fn init(&mut self, _: &str, spec: Spec) -> Result<(), String> {
+        if spec.fail_init {
+            return Err("deliberate init failure".to_owned());
+        }
+        self.who = spec.who;
+        self.rng = Rng::new(spec.seed);
+        self.budget = 1 + self.rng.below(40) as u32;
+        Ok(())
+    }
+
+    fn step(
+        &mut self,
+        events: &mut Vec<Event<Self>>,
+        out: &mut StepOutput<'_, Self>,
+    ) -> Result<(), String> {
+        let me = out.pid();
+        self.me = Some(me);
+        let now = Instant::now();
+        self.steps += 1;
+        let mut cancel = None;
+        // Now and then the last message stays in the vector: the next step
+        // gets it first (or `on_undelivered`, if this one ends).
+        let keep = match events.last() {
+            Some(Event::Message(_)) if self.rng.chance(50) => events.pop(),
+            _ => None,
+        };
+        for event in events.drain(..) {
+            match event {
+                Event::Message(message) => self.on_message(message, out),
+                Event::Completion { tag, result } => self.on_completion(me, tag, result),
+                Event::Cancel(why) => cancel = Some(why),
+                Event::Refused { message, .. } => {
+                    message.settle(REFUSED);
+                }
+                Event::Down { pid, reason } => self.on_down(me, pid, reason),
+                Event::Timer { tag } => self.on_timer(me, tag, now),
+                other => self.round.find(
+                    Check::Api,
+                    None,
+                    format!("{me}: unexpected event {other:?}"),
+                ),
+            }
+        }
+        events.extend(keep);
+        match cancel {
+            Some(Cancel::Terminate) => {
+                out.done(self.serial); // the last step, whatever it returns
+                return Ok(());
+            }
+            Some(Cancel::Shutdown) => self.stopping = true,
+            None => {}
+        }
+        if self.steps == 1 && self.who == Who::Watcher {
+            out.trap_exits(true);
+            self.trapping = true;
+            self.ever_trapped = true;
+        }
+        if self.stopping {
+            if self.who == Who::Watcher && self.waiting() {
+                out.set_status(Status::Idle);
+            } else {
+                out.done(self.serial);
+            }
+            return Ok(());
+        }
+        self.sends(out);
+        self.commands(out);
+        self.timers(out, now);
+        self.watches(out);
+        self.spawn(out);
+        self.budget = self.budget.saturating_sub(1);
+        if self.who == Who::Plain {
+            if self.rng.chance(15) {
+                return Err("deliberate failure".to_owned());
+            }
+            if self.rng.chance(10) {
+                panic!("{DELIBERATE}");
+            }
+        }
+        let ends = self.budget == 0 && !(self.who == Who::Watcher && self.waiting());
+        if ends {
+            out.done(self.serial);
+        } else if !self.pending.is_empty() && self.rng.chance(500) {
+            out.set_status(Status::Wait);
+        } else if self.rng.chance(300) {
+            out.set_status(Status::Continue);
+        } else {
+            out.set_status(Status::Idle);
+        }
+        Ok(())
+    }
+
+    fn close(&mut self) {
+        self.round.processes.mark(self.serial, RECEIVED);
+        let waits: Vec<Wait> = (self.monitors.iter())
+            .filter(|(_, w)| matches!(w, Watch::Active { wait: true }))
+            .map(|(p, _)| Wait::Monitor(*p))
+            .chain(
+                (self.links.iter())
+                    .filter(|(_, w)| matches!(w, Watch::Active { wait: true }))
+                    .map(|(p, _)| Wait::Link(*p)),
+            )
+            .collect();
+        if let (Some(me), false) = (self.me, waits.is_empty()) {
+            self.round.waits.lock().unwrap().insert(me, waits);
+        }
+    }
+}
