@@ -76,6 +76,8 @@ pub(crate) struct Actor {
     next_timer: u64,
     timers: HashMap<u64, Timer>,
     cancelled: HashSet<u64>,
+    /// What each timer tag went through, for a finding's detail.
+    timer_log: HashMap<u64, String>,
     monitors: HashMap<Pid, Watch>,
     links: HashMap<Pid, Watch>,
     owed: Vec<Pid>,
@@ -100,6 +102,7 @@ impl Actor {
             next_timer: 0,
             timers: HashMap::new(),
             cancelled: HashSet::new(),
+            timer_log: HashMap::new(),
             monitors: HashMap::new(),
             links: HashMap::new(),
             owed: Vec::new(),
@@ -162,7 +165,14 @@ impl Actor {
         }
     }
 
+    fn log(&mut self, tag: u64, what: &str) {
+        let log = self.timer_log.entry(tag).or_default();
+        log.push_str(&format!(" {what}@{}", self.steps));
+    }
+
     fn on_timer(&mut self, me: Pid, tag: u64, now: Instant) {
+        self.log(tag, "fired");
+        let log = self.timer_log[&tag].clone();
         let round = &self.round;
         match self.timers.remove(&tag) {
             Some(timer) if now < timer.not_before => {
@@ -176,7 +186,7 @@ impl Actor {
                 round.find(
                     check,
                     defect,
-                    format!("{me}: timer {tag}{what} fired {early:?} early"),
+                    format!("{me}: timer {tag}{what} fired {early:?} early:{log}"),
                 );
             }
             Some(_) => {}
@@ -184,14 +194,24 @@ impl Actor {
                 Check::TimerAfterCancel,
                 Some(Defect::CarriedPastCancel),
                 format!(
-                    "{me}: timer {tag} fired after the step that cancelled it (events per step {})",
+                    "{me}: timer {tag} fired after the step that cancelled it (events per step {}):{log}",
+                    round.cfg.events_per_step
+                ),
+            ),
+            // A second event of a re-armed timer: the first deadline's,
+            // which the re-arm did not cover.
+            None if log.contains("rearm") => round.find(
+                Check::TimerAfterCancel,
+                Some(Defect::CarriedPastCancel),
+                format!(
+                    "{me}: re-armed timer {tag} fired twice (events per step {}):{log}",
                     round.cfg.events_per_step
                 ),
             ),
             None => round.find(
                 Check::BadTimer,
                 None,
-                format!("{me}: timer {tag} fired twice or was never set"),
+                format!("{me}: timer {tag} fired twice or was never set:{log}"),
             ),
         }
     }
@@ -225,8 +245,8 @@ impl Actor {
     fn on_message(&mut self, message: Msg, out: &mut StepOutput<'_, Self>) {
         if let Body::Request(reply_to) = message.settle(RECEIVED) {
             match self.rng.below(10) {
-                0 => {}                          // no reply: the call times out
-                1 => self.owed.push(reply_to),   // a later step replies
+                0 => {}                        // no reply: the call times out
+                1 => self.owed.push(reply_to), // a later step replies
                 _ => self.send(out, reply_to, Body::Data),
             }
         }
@@ -295,19 +315,18 @@ impl Actor {
     }
 
     fn timers(&mut self, out: &mut StepOutput<'_, Self>, now: Instant) {
-        let rng = &mut self.rng;
-        if rng.chance(150) {
+        if self.rng.chance(150) {
             let tag = self.next_timer;
             self.next_timer += 1;
-            let not_before = if rng.chance(30) {
+            let not_before = if self.rng.chance(30) {
                 out.wake_after(tag, Duration::MAX);
                 now + Duration::from_secs(1 << 30)
-            } else if rng.chance(200) {
-                let at = now + Duration::from_micros(rng.below(2_000));
+            } else if self.rng.chance(200) {
+                let at = now + Duration::from_micros(self.rng.below(2_000));
                 out.wake_at(tag, at);
                 at
             } else {
-                let after = Duration::from_micros(rng.below(3_000));
+                let after = Duration::from_micros(self.rng.below(3_000));
                 out.wake_after(tag, after);
                 now + after
             };
@@ -318,20 +337,23 @@ impl Actor {
                     rearmed: false,
                 },
             );
+            self.log(tag, "set");
             self.round.op();
         }
         let pending: Vec<u64> = self.timers.keys().copied().collect();
         if pending.is_empty() {
             return;
         }
-        let tag = *rng.pick(&pending);
-        if rng.chance(150) {
+        let tag = *self.rng.pick(&pending);
+        if self.rng.chance(150) {
+            self.log(tag, "cancel");
             out.cancel_timer(tag);
             self.timers.remove(&tag);
             self.cancelled.insert(tag);
             self.round.op();
-        } else if rng.chance(50) {
-            let after = Duration::from_micros(rng.below(3_000));
+        } else if self.rng.chance(50) {
+            self.log(tag, "rearm");
+            let after = Duration::from_micros(self.rng.below(3_000));
             // Taken after the call: the deadline is at least this far off.
             let not_before = Instant::now() + after;
             out.wake_after(tag, after);
@@ -448,7 +470,12 @@ impl Actor {
 }
 
 /// Books a submit or spawn by its result.
-pub(crate) fn started(round: &Round, serial: u64, who: Who, result: Result<Pid, SpawnError<Actor>>) {
+pub(crate) fn started(
+    round: &Round,
+    serial: u64,
+    who: Who,
+    result: Result<Pid, SpawnError<Actor>>,
+) {
     match result {
         Ok(pid) => {
             round.processes.mark(serial, ACCEPTED);

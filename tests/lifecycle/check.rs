@@ -49,7 +49,7 @@ pub(crate) fn check(
         let detail = format!("shutdown left {} processes stuck: {report:?}", report.stuck);
         round.find(Check::Stuck, None, detail);
     }
-    if long_shutdown && (report.timed_out || report.forced > 0) {
+    if long_shutdown && report.timed_out {
         ended_by_themselves(round, &outcomes, report);
     }
     // The books.
@@ -62,7 +62,11 @@ pub(crate) fn check(
         }
         lost.insert(id);
         let defect = receivers.contains(&to).then_some(Defect::ReceiverDropLoses);
-        let whose = if defect.is_some() { "a receiver" } else { "a process" };
+        let whose = if defect.is_some() {
+            "a receiver"
+        } else {
+            "a process"
+        };
         let detail = format!("message {id} to {to} ({whose}) was dropped: delivered nowhere");
         round.find(Check::MessageLost, defect, detail);
     }
@@ -83,7 +87,11 @@ pub(crate) fn check(
     }
     for (pid, (_, n)) in &outcomes {
         if *n != 1 {
-            round.find(Check::Books, None, format!("{pid} reported {n} times to on_complete"));
+            round.find(
+                Check::Books,
+                None,
+                format!("{pid} reported {n} times to on_complete"),
+            );
         }
     }
     if report.stuck == 0 && live_after != 0 {
@@ -92,18 +100,22 @@ pub(crate) fn check(
     }
     // Each `Down` against the outcome of its process.
     for (watcher, target, reason) in round.downs.lock().unwrap().iter() {
-        let Some(expected) = reason_end(reason) else { continue };
+        let Some(expected) = reason_end(reason) else {
+            continue;
+        };
         match outcomes.get(target) {
             Some((end, _)) if *end == expected => {}
             Some((end, _)) => {
                 let defect = (matches!(reason, ExitReason::Linked(_)) && *end == End::Done)
                     .then_some(Defect::DrainedExitReason);
-                let detail = format!("{watcher} got Down({target}, {reason}), but {target} ended {end:?}");
+                let detail =
+                    format!("{watcher} got Down({target}, {reason}), but {target} ended {end:?}");
                 round.find(Check::DownReason, defect, detail);
             }
             None if receivers.contains(target) => {}
             None => {
-                let detail = format!("{watcher} got Down({target}, {reason}) of a process with no outcome");
+                let detail =
+                    format!("{watcher} got Down({target}, {reason}) of a process with no outcome");
                 round.find(Check::DownReason, None, detail);
             }
         }
@@ -125,7 +137,11 @@ pub(crate) fn check(
 /// A long shutdown timed out: every process should have ended on its own
 /// (they all end on `Cancel::Shutdown`, a watcher once its `Down`s came).
 /// Names what the forced ones still waited for.
-fn ended_by_themselves(round: &Round, outcomes: &HashMap<Pid, (End, u32)>, report: &ShutdownReport) {
+fn ended_by_themselves(
+    round: &Round,
+    outcomes: &HashMap<Pid, (End, u32)>,
+    report: &ShutdownReport,
+) {
     let waits = round.waits.lock().unwrap().clone();
     let mut explained = false;
     for (watcher, waits) in &waits {
@@ -153,7 +169,9 @@ fn ended_by_themselves(round: &Round, outcomes: &HashMap<Pid, (End, u32)>, repor
         }
     }
     if !explained {
-        let detail = format!("processes did not end on Cancel::Shutdown within {LONG_SHUTDOWN:?}: {report:?}");
+        let detail = format!(
+            "processes did not end on Cancel::Shutdown within {LONG_SHUTDOWN:?}: {report:?}"
+        );
         round.find(Check::NotEnded, None, detail);
     }
 }
@@ -165,7 +183,8 @@ fn ended_by_themselves(round: &Round, outcomes: &HashMap<Pid, (End, u32)>, repor
 fn taint(findings: &mut [Finding]) {
     let cause = findings.iter().find_map(|f| {
         let thread_died = f.check == Check::Panic
-            && (f.detail.starts_with("thread lc-worker") || f.detail.starts_with("thread stepsched-blocking"));
+            && (f.detail.starts_with("thread lc-worker")
+                || f.detail.starts_with("thread stepsched-blocking"));
         let wedges = thread_died || matches!(f.check, Check::LinkDownLost);
         match f.defect {
             Some(d) if wedges && known(d) => Some(d),
@@ -176,7 +195,11 @@ fn taint(findings: &mut [Finding]) {
     for f in findings.iter_mut() {
         let consequence = matches!(
             f.check,
-            Check::Stuck | Check::Books | Check::NotEnded | Check::MessageLost | Check::Join
+            Check::Stuck
+                | Check::Books
+                | Check::NotEnded
+                | Check::MessageLost
+                | Check::Join
                 | Check::RecvAfterShutdown
         );
         if f.defect.is_none() && consequence {

@@ -96,8 +96,8 @@ pub(crate) struct Config {
 impl Config {
     pub(crate) fn new(seed: u64, long_run: bool) -> Self {
         let mut rng = Rng::new(seed).derive(0);
-        let max_waits = long_run
-            || !(known(Defect::MailboxStartRace) || known(Defect::KeepAliveMax));
+        let max_waits =
+            long_run || !(known(Defect::MailboxStartRace) || known(Defect::KeepAliveMax));
         let ms = Duration::from_millis;
         let mut shutdowns = vec![Duration::ZERO, Duration::ZERO, ms(1), ms(20)];
         shutdowns.extend([LONG_SHUTDOWN; 3]);
@@ -147,8 +147,11 @@ fn install_panic_hook() {
                 .map_or((String::new(), 0), |l| (l.file().to_owned(), l.line()));
             let mut panics = check::PANICS.lock().unwrap_or_else(|e| e.into_inner());
             panics.push((thread, message, file, line));
+            let printed = panics.len() <= 3;
             drop(panics);
-            default(info);
+            if printed {
+                default(info); // the first few in full; all are filed
+            }
         }));
     });
 }
@@ -183,10 +186,8 @@ fn run(seeds: impl Iterator<Item = u64>, long_run: bool, mut more: impl FnMut() 
         rounds += 1;
         ops += ran.ops;
         storm += ran.storm;
+        print_findings(seed, &ran.findings);
         for finding in &ran.findings {
-            if finding.check != Check::Consequence {
-                println!("seed {seed}: {finding}");
-            }
             if let Some(d) = finding.defect {
                 let seeds = known_found.entry(d).or_default();
                 if seeds.last() != Some(&seed) {
@@ -207,15 +208,43 @@ fn run(seeds: impl Iterator<Item = u64>, long_run: bool, mut more: impl FnMut() 
     let mut found: Vec<_> = known_found.into_iter().collect();
     found.sort();
     for (defect, seeds) in found {
-        let state = if known(defect) { "known, tolerated" } else { "FAILS" };
+        let state = if known(defect) {
+            "known, tolerated"
+        } else {
+            "FAILS"
+        };
         println!("lifecycle: {defect:?} ({state}) found with seeds {seeds:?}");
     }
-    let mode = if long_run { "" } else { "LIFECYCLE_MODE=short " };
+    let mode = if long_run {
+        ""
+    } else {
+        "LIFECYCLE_MODE=short "
+    };
     assert!(
         failed.is_empty(),
         "lifecycle: seeds {failed:?} failed; replay one with\n  LIFECYCLE_SEED={} {mode}cargo test --release --test lifecycle -- --ignored --nocapture",
         failed[0]
     );
+}
+
+/// Prints a round's findings, the first two of each kind in full.
+fn print_findings(seed: u64, findings: &[Finding]) {
+    let mut shown: HashMap<(Check, Option<Defect>), usize> = HashMap::new();
+    for finding in findings {
+        let n = shown.entry((finding.check, finding.defect)).or_default();
+        *n += 1;
+        if *n <= 2 {
+            println!("seed {seed}: {finding}");
+        }
+    }
+    for ((check, defect), n) in shown {
+        if n > 2 {
+            println!(
+                "seed {seed}: ... and {} more [{check:?}, {defect:?}]",
+                n - 2
+            );
+        }
+    }
 }
 
 #[test]

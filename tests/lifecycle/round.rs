@@ -21,7 +21,7 @@ fn build(round: &Arc<Round>) -> Scheduler<Actor> {
             inline.completed(id, completer.succeed(id));
         })
         .handler("later", move |_, completer| {
-            let delay = Duration::from_micros(later.replies.alloc() % 1_500);
+            let delay = Duration::from_micros(completer.tag() * 97 % 1_500);
             let mut held = later.later.lock().unwrap();
             held.push_back((Instant::now() + delay, completer));
         })
@@ -174,7 +174,10 @@ pub(crate) fn run(seed: u64, long_run: bool) -> Ran {
                     }
                     Ok(Err(mpsc::RecvTimeoutError::Disconnected)) => break,
                     Ok(Err(mpsc::RecvTimeoutError::Timeout)) => {
-                        let detail = format!("{}: recv after shutdown still waiting after {timeout:?}", receiver.pid());
+                        let detail = format!(
+                            "{}: recv after shutdown still waiting after {timeout:?}",
+                            receiver.pid()
+                        );
                         round.find(Check::RecvAfterShutdown, None, detail);
                         break;
                     }
@@ -190,7 +193,8 @@ pub(crate) fn run(seed: u64, long_run: bool) -> Ran {
             match handle.join_timeout(GUARD) {
                 Ok(outcome) => joined.push((pid, End::of(&outcome))),
                 Err(handle) => {
-                    let detail = format!("{} has no outcome {GUARD:?} after shutdown", handle.pid());
+                    let detail =
+                        format!("{} has no outcome {GUARD:?} after shutdown", handle.pid());
                     round.find(Check::Join, None, detail);
                 }
             }
