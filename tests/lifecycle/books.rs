@@ -157,6 +157,17 @@ impl Registry {
 }
 
 impl Registry {
+    /// The PID the next occupant of a recently freed slot will have: a
+    /// PID of `ended` with its generation bumped (aimed at a process or
+    /// receiver being created).
+    pub(crate) fn next_occupant(&self, rng: &mut Rng) -> Option<Pid> {
+        let ended = self.pick(rng)?.pid;
+        let generation = ended.generation().wrapping_add(1);
+        Some(Pid::from_raw(
+            u64::from(generation) << 32 | u64::from(ended.index()),
+        ))
+    }
+
     /// A PID that names no live process: a registered one of an earlier
     /// generation (ended, or never there).
     pub(crate) fn stale(&self, rng: &mut Rng) -> Pid {
@@ -264,6 +275,8 @@ pub(crate) struct Round {
     /// Messages the scheduler dropped: (id, addressee).
     pub(crate) dropped: Mutex<Vec<(u64, Pid)>>,
     pub(crate) registry: Registry,
+    /// PIDs that ended lately (processes and receivers).
+    pub(crate) ended: Registry,
     pub(crate) receivers: Mutex<HashSet<Pid>>,
     /// `on_complete`'s outcomes, and how many times each PID was reported.
     pub(crate) outcomes: Mutex<HashMap<Pid, (End, u32)>>,
@@ -297,6 +310,7 @@ impl Round {
             processes: Ledger::new("process"),
             dropped: Mutex::new(Vec::new()),
             registry: Registry::new(),
+            ended: Registry::new(),
             receivers: Mutex::new(HashSet::new()),
             outcomes: Mutex::new(HashMap::new()),
             downs: Mutex::new(Vec::new()),

@@ -62,6 +62,8 @@ fn build(round: &Arc<Round>) -> Scheduler<Actor> {
             entry.1 += 1;
             drop(outcomes);
             complete.completed.fetch_add(1, Ordering::Relaxed);
+            let (who, serial) = (Who::Plain, 0);
+            complete.ended.push(Target { pid, who, serial });
         });
     if let Some(capacity) = cfg.capacity {
         builder = builder.mailbox_capacity(capacity);

@@ -114,7 +114,7 @@ impl<'a> Storm<'a> {
         }
         let actor = Actor::new(round);
         let serial = actor.serial();
-        let who = if self.rng.chance(250) {
+        let who = if self.rng.chance(350) {
             Who::Watcher
         } else {
             Who::Plain
@@ -257,8 +257,10 @@ impl<'a> Storm<'a> {
                 });
                 self.left.receivers.push(receiver);
                 if self.left.receivers.len() > 4 {
-                    // Dropped, with whatever it still holds.
-                    drop(self.left.receivers.remove(0));
+                    let old = self.left.receivers.remove(0);
+                    let (pid, who, serial) = (old.pid(), Who::Receiver, 0);
+                    drop(old); // with whatever it still holds
+                    round.ended.push(Target { pid, who, serial });
                 }
             }
             Err(SpawnRefused::ShuttingDown) => self.refused_early("mailbox"),
@@ -289,21 +291,30 @@ impl<'a> Storm<'a> {
                     message.settle(RECEIVED);
                 }
             }
-            _ => drop(self.left.receivers.remove(at)),
+            _ => {
+                let receiver = self.left.receivers.remove(at);
+                let (pid, who, serial) = (receiver.pid(), Who::Receiver, 0);
+                drop(receiver); // with whatever it still holds
+                self.round.ended.push(Target { pid, who, serial });
+            }
         }
     }
 
     fn terminate(&mut self) {
         let round = self.round;
-        let pid = if self.rng.chance(500) {
-            match round.registry.pick(&mut self.rng) {
+        let aim = exercise(Defect::MailboxStartRace, round.cfg.long_run);
+        let pid = match self.rng.below(3) {
+            0 => match round.registry.pick(&mut self.rng) {
                 Some(t) => t.pid,
                 None => return,
-            }
-        } else if exercise(Defect::MailboxStartRace, round.cfg.long_run) {
-            round.registry.guess(&mut self.rng)
-        } else {
-            round.registry.stale(&mut self.rng)
+            },
+            // The process or receiver being created in a freed slot.
+            1 if aim => match round.ended.next_occupant(&mut self.rng) {
+                Some(pid) => pid,
+                None => return,
+            },
+            _ if aim => round.registry.guess(&mut self.rng),
+            _ => round.registry.stale(&mut self.rng),
         };
         round.op();
         let _ = self.scheduler.terminate(pid);

@@ -1,0 +1,136 @@
+//! The process's monitors and links: which it set, which `Down`s it
+//! waits for, and the checks on each `Down` it gets (one per monitor or
+//! link, none after the step that removed it).
+
+use super::*;
+
+/// A monitor or link, as its holder sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Watch {
+    /// Set; `wait`: its `Down` must come before this process ends.
+    Active { wait: bool },
+    /// Its `Down` came.
+    Down,
+    /// Demonitored or unlinked: no `Down` may come after.
+    Cancelled,
+}
+
+impl Actor {
+    /// Whether a `Down` this process waits for has not come yet.
+    pub(super) fn waiting(&self) -> bool {
+        let open = |w: &Watch| matches!(w, Watch::Active { wait: true });
+        self.monitors.values().any(open) || self.links.values().any(open)
+    }
+
+    /// Whether a `Down` about `target` must come before this one ends.
+    fn waits_for(&self, target: &Target) -> bool {
+        match target.who {
+            Who::Plain => true,
+            Who::Watcher => target.serial < self.serial,
+            Who::Receiver => false,
+        }
+    }
+
+    pub(super) fn on_down(&mut self, me: Pid, pid: Pid, reason: ExitReason) {
+        let round = &self.round;
+        let strict = self.who == Who::Watcher || !self.ever_trapped;
+        round.downs.lock().unwrap().push((me, pid, reason.clone()));
+        if let Some(w @ Watch::Active { .. }) = self.monitors.get_mut(&pid) {
+            *w = Watch::Down;
+            return;
+        }
+        if let Some(w @ Watch::Active { .. }) = self.links.get_mut(&pid) {
+            *w = Watch::Down;
+            return;
+        }
+        let defect = Some(Defect::CarriedPastCancel);
+        if self.monitors.get(&pid) == Some(&Watch::Cancelled) && strict {
+            let detail = format!("{me} got Down({pid}, {reason}) after the step that demonitored it (events per step {})", round.cfg.events_per_step);
+            round.find(Check::DownAfterDemonitor, defect, detail);
+        } else if self.links.get(&pid) == Some(&Watch::Cancelled) && self.who == Who::Watcher {
+            let detail = format!("{me} got Down({pid}, {reason}) after the step that unlinked it (events per step {})", round.cfg.events_per_step);
+            round.find(Check::DownAfterUnlink, defect, detail);
+        } else if strict {
+            let detail = format!(
+                "{me} got Down({pid}, {reason}) with no monitor or link waiting for it (monitor {:?}, link {:?})",
+                self.monitors.get(&pid),
+                self.links.get(&pid)
+            );
+            round.find(Check::ExtraDown, None, detail);
+        }
+    }
+
+    pub(super) fn watches(&mut self, out: &mut StepOutput<'_, Self>) {
+        let me = out.pid();
+        let round = Arc::clone(&self.round);
+        if self.rng.chance(150) {
+            let target = if self.rng.chance(100) {
+                let pid = round.registry.guess(&mut self.rng);
+                Some((pid, false))
+            } else {
+                round
+                    .registry
+                    .pick(&mut self.rng)
+                    .map(|t| (t.pid, self.waits_for(&t)))
+            };
+            if let Some((pid, wait)) = target {
+                if pid != me && !self.monitors.contains_key(&pid) {
+                    out.monitor(pid);
+                    let wait = wait && self.who == Who::Watcher;
+                    self.monitors.insert(pid, Watch::Active { wait });
+                    round.op();
+                }
+            }
+        }
+        if self.rng.chance(80) {
+            let active: Vec<Pid> = (self.monitors.iter())
+                .filter(|(_, w)| matches!(w, Watch::Active { .. }))
+                .map(|(p, _)| *p)
+                .collect();
+            if !active.is_empty() {
+                let pid = *self.rng.pick(&active);
+                out.demonitor(pid);
+                self.monitors.insert(pid, Watch::Cancelled);
+                round.op();
+            }
+        }
+        // Links: to plain processes only (a watcher's `Down`s are all its
+        // own), after a watcher's first step (its trap is on by then).
+        let linking = match self.who {
+            Who::Watcher => self.steps > 1 && self.rng.chance(250),
+            _ => self.rng.chance(120),
+        };
+        if linking {
+            if let Some(target) = round.registry.pick(&mut self.rng) {
+                if target.who == Who::Plain
+                    && target.pid != me
+                    && !self.links.contains_key(&target.pid)
+                {
+                    out.link(target.pid);
+                    let wait = self.who == Who::Watcher
+                        && exercise(Defect::ExitOvertakesLink, round.cfg.long_run);
+                    self.links.insert(target.pid, Watch::Active { wait });
+                    round.op();
+                }
+            }
+        }
+        if self.rng.chance(40) {
+            let active: Vec<Pid> = (self.links.iter())
+                .filter(|(_, w)| matches!(w, Watch::Active { .. }))
+                .map(|(p, _)| *p)
+                .collect();
+            if !active.is_empty() {
+                let pid = *self.rng.pick(&active);
+                out.unlink(pid);
+                self.links.insert(pid, Watch::Cancelled);
+                round.op();
+            }
+        }
+        if self.who == Who::Plain && self.rng.chance(30) {
+            self.trapping = !self.trapping;
+            self.ever_trapped |= self.trapping;
+            out.trap_exits(self.trapping);
+            round.op();
+        }
+    }
+}
