@@ -74,6 +74,10 @@ pub(crate) struct Actor {
     monitors: HashMap<Pid, Watch>,
     links: HashMap<Pid, Watch>,
     owed: Vec<Pid>,
+    /// Watchers this linker linked (never unlinked).
+    linked_watchers: HashSet<Pid>,
+    /// A watcher's `Down`s of links it has not heard of yet.
+    early: HashSet<Pid>,
     /// Its PID, known from its first step on.
     me: Option<Pid>,
 }
@@ -99,6 +103,8 @@ impl Actor {
             monitors: HashMap::new(),
             links: HashMap::new(),
             owed: Vec::new(),
+            linked_watchers: HashSet::new(),
+            early: HashSet::new(),
             me: None,
         }
     }
@@ -192,12 +198,14 @@ impl Actor {
     }
 
     fn on_message(&mut self, message: Msg, out: &mut StepOutput<'_, Self>) {
-        if let Body::Request(reply_to) = message.settle(RECEIVED) {
-            match self.rng.below(10) {
+        match message.settle(RECEIVED) {
+            Body::Request(reply_to) => match self.rng.below(10) {
                 0 => {}                        // no reply: the call times out
                 1 => self.owed.push(reply_to), // a later step replies
                 _ => self.send(out, reply_to, Body::Data),
-            }
+            },
+            Body::LinkedBy(from) => self.linked_by(from),
+            Body::Data => {}
         }
     }
 
@@ -241,11 +249,11 @@ impl Actor {
         }
         let tag = self.next_tag;
         self.next_tag += 1;
-        let command = match rng.below(3) {
-            0 => Cmd::Inline,
-            1 => Cmd::Later,
+        let command = match rng.below(6) {
+            0..=2 => Cmd::Inline,
+            3..=4 => Cmd::Later,
             _ => Cmd::Block {
-                micros: rng.below(1_500),
+                micros: rng.below(300),
                 panic: rng.chance(50),
             },
         };
@@ -355,7 +363,10 @@ pub(crate) fn started(
         Ok(pid) => {
             round.processes.mark(serial, ACCEPTED);
             round.started.fetch_add(1, Ordering::Relaxed);
-            round.registry.push(Target { pid, who, serial });
+            if who == Who::Plain {
+                // A watcher enters the registry in its first step.
+                round.registry.push(Target { pid, who, serial });
+            }
         }
         Err(e) => {
             let back = e.into_process().serial;
@@ -435,6 +446,9 @@ impl Process for Actor {
             out.trap_exits(true);
             self.trapping = true;
             self.ever_trapped = true;
+            // Only now may others find it to link (see `watch.rs`).
+            let (pid, who, serial) = (me, Who::Watcher, self.serial);
+            self.round.registry.push(Target { pid, who, serial });
         }
         if self.stopping {
             if self.who == Who::Watcher && self.waiting() {
@@ -466,6 +480,22 @@ impl Process for Actor {
         } else if self.rng.chance(300) {
             out.set_status(Status::Continue);
         } else {
+            if self.timers.is_empty() && self.pending.is_empty() {
+                // Something to wake it, so that processes keep ending.
+                let tag = self.next_timer;
+                self.next_timer += 1;
+                let after = Duration::from_micros(self.rng.below(2_000));
+                out.wake_after(tag, after);
+                let (not_before, rearmed) = (now + after, false);
+                self.timers.insert(
+                    tag,
+                    Timer {
+                        not_before,
+                        rearmed,
+                    },
+                );
+                self.log(tag, "set");
+            }
             out.set_status(Status::Idle);
         }
         Ok(())

@@ -140,6 +140,12 @@ impl Registry {
         Some(entries[rng.below(entries.len() as u64) as usize])
     }
 
+    /// The entry of `pid`, if it is still in the ring.
+    pub(crate) fn find(&self, pid: Pid) -> Option<Target> {
+        let entries = self.entries.lock().unwrap();
+        entries.iter().find(|t| t.pid == pid).copied()
+    }
+
     /// A PID that may name nothing: a registered one with its index or
     /// generation nudged, or just past the newest slot (where the next
     /// process or receiver will be).
@@ -184,6 +190,8 @@ pub(crate) enum Body {
     Data,
     /// Send a reply to this PID (a `call`'s receiver, or a process).
     Request(Pid),
+    /// The sender linked this watcher (see `watch.rs`).
+    LinkedBy(Pid),
 }
 
 /// A message of the driver: numbered, and it reports itself if the

@@ -49,6 +49,13 @@ pub(crate) fn check(
         let detail = format!("shutdown left {} processes stuck: {report:?}", report.stuck);
         round.find(Check::Stuck, None, detail);
     }
+    if !report.timed_out && report.forced > 0 {
+        let detail = format!(
+            "shutdown did not time out, yet reports {} closed by force: {report:?}",
+            report.forced
+        );
+        round.find(Check::Report, Some(Defect::ForcedCountsReceivers), detail);
+    }
     if long_shutdown && report.timed_out {
         ended_by_themselves(round, &outcomes, report);
     }

@@ -41,6 +41,10 @@ pub(crate) enum Defect {
     RecvNotifyOne,
     /// A `Duration::MAX` timeout panics (`Instant::now() + timeout`).
     DurationMax,
+    /// `ShutdownReport::forced` counts the receivers a shutdown's cancel
+    /// closed, though nothing was closed by force (`timed_out` is false):
+    /// the docs say it counts processes closed after the timeout.
+    ForcedCountsReceivers,
 }
 
 /// The defects open today, one a line. Delete a line when its fix lands:
@@ -54,6 +58,7 @@ pub(crate) const KNOWN_DEFECTS: &[Defect] = &[
     Defect::CarriedPastCancel,
     Defect::RecvNotifyOne,
     Defect::DurationMax,
+    Defect::ForcedCountsReceivers,
 ];
 
 fn strict() -> bool {
@@ -113,6 +118,8 @@ pub(crate) enum Check {
     RecvSlept,
     /// A public call returned what its docs rule out.
     Api,
+    /// The `ShutdownReport` contradicts what the round saw.
+    Report,
     /// Consequence of another finding in the round (not counted by itself).
     Consequence,
 }

@@ -139,6 +139,15 @@ pub(crate) fn run(seed: u64, long_run: bool) -> Ran {
     }
     let storm = start.elapsed();
 
+    if std::env::var_os("LIFECYCLE_VERBOSE").is_some() {
+        let (started, ended) = (&round.started, &round.completed);
+        println!(
+            "seed {seed}: {cfg:?}\nstarted {} ended {} before shutdown; {}",
+            started.load(Ordering::Relaxed),
+            ended.load(Ordering::Relaxed),
+            scheduler.stats()
+        );
+    }
     phase.set("shutdown");
     round.stopping.store(true, Ordering::SeqCst);
     let report = match catch_unwind(AssertUnwindSafe(|| scheduler.shutdown(cfg.shutdown))) {

@@ -1,6 +1,16 @@
 //! The process's monitors and links: which it set, which `Down`s it
 //! waits for, and the checks on each `Down` it gets (one per monitor or
 //! link, none after the step that removed it).
+//!
+//! Who links whom, so that a watcher knows every `Down` it is owed: a
+//! watcher monitors and links only plain processes of even serial (and
+//! monitors watchers and receivers); a plain process of odd serial (a
+//! *linker*) may link a watcher, and then tells it so in a message of the
+//! same step (`Body::LinkedBy`) and never unlinks it. A watcher that hears
+//! of such a link waits for its `Down` like for its own: one that an exit
+//! overtook (the linker ended before the watcher took the link request)
+//! never comes. Watchers enter the registry only in their first step,
+//! which turns their trap on, so no link reaches one that does not trap.
 
 use super::*;
 
@@ -31,6 +41,20 @@ impl Actor {
         }
     }
 
+    /// Whether this process may link watchers.
+    fn linker(&self) -> bool {
+        self.who == Who::Plain && self.serial % 2 == 1
+    }
+
+    /// A watcher hears that `from` linked it.
+    pub(super) fn linked_by(&mut self, from: Pid) {
+        if self.who != Who::Watcher || self.early.remove(&from) {
+            return; // its `Down` came already
+        }
+        let wait = exercise(Defect::ExitOvertakesLink, self.round.cfg.long_run);
+        self.links.entry(from).or_insert(Watch::Active { wait });
+    }
+
     pub(super) fn on_down(&mut self, me: Pid, pid: Pid, reason: ExitReason) {
         let round = &self.round;
         let strict = self.who == Who::Watcher || !self.ever_trapped;
@@ -50,6 +74,9 @@ impl Actor {
         } else if self.links.get(&pid) == Some(&Watch::Cancelled) && self.who == Who::Watcher {
             let detail = format!("{me} got Down({pid}, {reason}) after the step that unlinked it (events per step {})", round.cfg.events_per_step);
             round.find(Check::DownAfterUnlink, defect, detail);
+        } else if self.who == Who::Watcher && !self.links.contains_key(&pid) {
+            // A linker's, ahead of its message (see the module docs).
+            self.early.insert(pid);
         } else if strict {
             let detail = format!(
                 "{me} got Down({pid}, {reason}) with no monitor or link waiting for it (monitor {:?}, link {:?})",
@@ -64,7 +91,7 @@ impl Actor {
         let me = out.pid();
         let round = Arc::clone(&self.round);
         if self.rng.chance(150) {
-            let target = if self.rng.chance(100) {
+            let target = if self.rng.chance(100) && self.who != Who::Watcher {
                 let pid = round.registry.guess(&mut self.rng);
                 Some((pid, false))
             } else {
@@ -72,6 +99,15 @@ impl Actor {
                     .registry
                     .pick(&mut self.rng)
                     .map(|t| (t.pid, self.waits_for(&t)))
+            };
+            let linker = |t: &Target| t.who == Who::Plain && t.serial % 2 == 1;
+            let target = match target {
+                Some((pid, _)) if self.who == Who::Watcher => round
+                    .registry
+                    .find(pid)
+                    .filter(|t| !linker(t))
+                    .map(|t| (pid, self.waits_for(&t))),
+                other => other,
             };
             if let Some((pid, wait)) = target {
                 if pid != me && !self.monitors.contains_key(&pid) {
@@ -94,24 +130,35 @@ impl Actor {
                 round.op();
             }
         }
-        // Links: to plain processes only (a watcher's `Down`s are all its
-        // own), after a watcher's first step (its trap is on by then).
+        // Links (see the module docs for who links whom).
         let linking = match self.who {
             Who::Watcher => self.steps > 1 && self.rng.chance(250),
             _ => self.rng.chance(120),
         };
-        if linking {
-            if let Some(target) = round.registry.pick(&mut self.rng) {
-                if target.who == Who::Plain
-                    && target.pid != me
-                    && !self.links.contains_key(&target.pid)
-                {
+        let target = round.registry.pick(&mut self.rng).filter(|_| linking);
+        if let Some(target) = target.filter(|t| t.pid != me) {
+            let fresh = !self.links.contains_key(&target.pid)
+                && !self.linked_watchers.contains(&target.pid);
+            match (self.who, target.who) {
+                (Who::Watcher, Who::Plain) if target.serial % 2 == 0 && fresh => {
                     out.link(target.pid);
-                    let wait = self.who == Who::Watcher
-                        && exercise(Defect::ExitOvertakesLink, round.cfg.long_run);
-                    self.links.insert(target.pid, Watch::Active { wait });
+                    let wait = Watch::Active { wait: true };
+                    self.links.insert(target.pid, wait);
                     round.op();
                 }
+                (Who::Plain, Who::Plain) if fresh => {
+                    out.link(target.pid);
+                    let wait = Watch::Active { wait: false };
+                    self.links.insert(target.pid, wait);
+                    round.op();
+                }
+                (Who::Plain, Who::Watcher) if self.linker() && fresh => {
+                    out.link(target.pid);
+                    self.send(out, target.pid, Body::LinkedBy(me));
+                    self.linked_watchers.insert(target.pid);
+                    round.op();
+                }
+                _ => {}
             }
         }
         if self.rng.chance(40) {
