@@ -45,6 +45,20 @@ pub(crate) struct Spec {
     pub(crate) who: Who,
     pub(crate) seed: u64,
     pub(crate) fail_init: bool,
+    pub(crate) plan: Plan,
+}
+
+/// A process's script, beside its random choices.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Plan {
+    /// Random steps.
+    Random,
+    /// Fails in its first step.
+    Fail,
+    /// Spawns a child that fails at once, links it, and ends `Done` in
+    /// its next step: the child's exit races that end (its spawner
+    /// monitors it, and checks the `Down`'s reason).
+    LinkThenEnd,
 }
 
 /// A timer, as its process sees it.
@@ -74,6 +88,7 @@ pub(crate) struct Actor {
     monitors: HashMap<Pid, Watch>,
     links: HashMap<Pid, Watch>,
     owed: Vec<Pid>,
+    plan: Plan,
     /// Watchers this linker linked (never unlinked).
     linked_watchers: HashSet<Pid>,
     /// A watcher's `Down`s of links it has not heard of yet.
@@ -103,6 +118,7 @@ impl Actor {
             monitors: HashMap::new(),
             links: HashMap::new(),
             owed: Vec::new(),
+            plan: Plan::Random,
             linked_watchers: HashSet::new(),
             early: HashSet::new(),
             me: None,
@@ -325,6 +341,36 @@ impl Actor {
         }
     }
 
+    /// Now and then a plain process starts a `Plan::LinkThenEnd` child and
+    /// monitors it.
+    fn pair(&mut self, out: &mut StepOutput<'_, Self>) {
+        let round = Arc::clone(&self.round);
+        let room = round.live() < round.cfg.live_cap;
+        if self.who != Who::Plain || !room || !self.rng.chance(30) {
+            return;
+        }
+        let child = Actor::new(&round);
+        let serial = child.serial;
+        let (seed, fail_init, plan) = (self.rng.next(), false, Plan::LinkThenEnd);
+        let who = Who::Plain;
+        let result = out.spawn(
+            child,
+            "lc",
+            Spec {
+                who,
+                seed,
+                fail_init,
+                plan,
+            },
+        );
+        if let Ok(pid) = result {
+            out.monitor(pid);
+            self.monitors.insert(pid, Watch::Active { wait: false });
+        }
+        round.op();
+        started(&round, serial, who, result);
+    }
+
     fn spawn(&mut self, out: &mut StepOutput<'_, Self>) {
         let round = Arc::clone(&self.round);
         if round.live() >= round.cfg.live_cap || !self.rng.chance(50) {
@@ -341,6 +387,7 @@ impl Actor {
             who,
             seed: self.rng.next(),
             fail_init: self.rng.chance(20),
+            plan: Plan::Random,
         };
         let result = match self.rng.below(4) {
             0 => out.spawn_with(child, "lc", spec, SpawnOptions::new().mailbox_capacity(2)),
@@ -395,6 +442,7 @@ impl Process for Actor {
             return Err("deliberate init failure".to_owned());
         }
         self.who = spec.who;
+        self.plan = spec.plan;
         self.rng = Rng::new(spec.seed);
         self.budget = 1 + self.rng.below(40) as u32;
         Ok(())
@@ -458,8 +506,37 @@ impl Process for Actor {
             }
             return Ok(());
         }
+        match self.plan {
+            Plan::Random => {}
+            Plan::Fail => return Err("deliberate failure".to_owned()),
+            Plan::LinkThenEnd if self.steps == 1 => {
+                let child = Actor::new(&self.round);
+                let serial = child.serial;
+                let (seed, fail_init, plan) = (self.rng.next(), false, Plan::Fail);
+                let who = Who::Plain;
+                let spec = Spec {
+                    who,
+                    seed,
+                    fail_init,
+                    plan,
+                };
+                let result = out.spawn(child, "lc", spec);
+                if let Ok(pid) = result {
+                    out.link(pid);
+                    self.links.insert(pid, Watch::Active { wait: false });
+                }
+                started(&self.round, serial, who, result);
+                out.set_status(Status::Continue);
+                return Ok(());
+            }
+            Plan::LinkThenEnd => {
+                out.done(self.serial);
+                return Ok(());
+            }
+        }
         self.sends(out);
         self.commands(out);
+        self.pair(out);
         self.timers(out, now);
         self.watches(out);
         self.spawn(out);

@@ -163,15 +163,23 @@ impl Registry {
 }
 
 impl Registry {
-    /// The PID the next occupant of a recently freed slot will have: a
-    /// PID of `ended` with its generation bumped (aimed at a process or
-    /// receiver being created).
-    pub(crate) fn next_occupant(&self, rng: &mut Rng) -> Option<Pid> {
-        let ended = self.pick(rng)?.pid;
-        let generation = ended.generation().wrapping_add(1);
-        Some(Pid::from_raw(
-            u64::from(generation) << 32 | u64::from(ended.index()),
-        ))
+    /// The PIDs the next occupants of the latest freed slots will have:
+    /// the newest PIDs of this ring with their generation bumped (aimed at
+    /// a process or receiver being created).
+    pub(crate) fn next_occupants(&self) -> Vec<Pid> {
+        let entries = self.entries.lock().unwrap();
+        let newest = if entries.len() < Self::SIZE {
+            entries.len()
+        } else {
+            self.cursor.load(Ordering::Relaxed) % Self::SIZE
+        };
+        (1..=8)
+            .filter_map(|back| entries.get(newest.checked_sub(back)?))
+            .map(|t| {
+                let generation = t.pid.generation().wrapping_add(1);
+                Pid::from_raw(u64::from(generation) << 32 | u64::from(t.pid.index()))
+            })
+            .collect()
     }
 
     /// A PID that names no live process: a registered one of an earlier

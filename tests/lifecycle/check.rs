@@ -113,8 +113,10 @@ pub(crate) fn check(
         match outcomes.get(target) {
             Some((end, _)) if *end == expected => {}
             Some((end, _)) => {
-                let defect = (matches!(reason, ExitReason::Linked(_)) && *end == End::Done)
-                    .then_some(Defect::DrainedExitReason);
+                // `Linked` for a process that ended otherwise: an exit
+                // its `close` drained overrode its outcome.
+                let defect =
+                    matches!(reason, ExitReason::Linked(_)).then_some(Defect::DrainedExitReason);
                 let detail =
                     format!("{watcher} got Down({target}, {reason}), but {target} ended {end:?}");
                 round.find(Check::DownReason, defect, detail);

@@ -138,6 +138,7 @@ pub(crate) fn run(seed: u64, long_run: bool) -> Ran {
         thread::sleep(Duration::from_millis(1));
     }
     let storm = start.elapsed();
+    let ops = round.ops.load(Ordering::Relaxed);
 
     if std::env::var_os("LIFECYCLE_VERBOSE").is_some() {
         let (started, ended) = (&round.started, &round.completed);
@@ -234,7 +235,9 @@ pub(crate) fn run(seed: u64, long_run: bool) -> Ran {
     let live_after = scheduler.live();
     let long = cfg.shutdown >= LONG_SHUTDOWN;
     let findings = check::check(&round, &report, long, &joined, live_after);
-    let ops = round.ops.load(Ordering::Relaxed);
+    if std::env::var_os("LIFECYCLE_VERBOSE").is_some() {
+        println!("seed {seed}: round took {:?}, {report:?}", start.elapsed());
+    }
     drop(scheduler);
     let _ = done.send(());
     Ran {

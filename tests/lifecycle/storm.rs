@@ -42,6 +42,12 @@ impl<'a> Storm<'a> {
             done.store(true, Ordering::SeqCst);
         }
         while !after.load(Ordering::SeqCst) {
+            // While the shutdown runs, receivers are made in a burst (they
+            // race its closes).
+            if self.stopping() && self.rng.chance(500) {
+                self.mailbox();
+                continue;
+            }
             match self.rng.below(100) {
                 0..=13 => self.submit(),
                 14..=37 => self.send(),
@@ -123,6 +129,7 @@ impl<'a> Storm<'a> {
             who,
             seed: self.rng.next(),
             fail_init: self.rng.chance(20),
+            plan: Plan::Random,
         };
         let scheduler = self.scheduler;
         let result = match self.rng.below(6) {
@@ -308,11 +315,14 @@ impl<'a> Storm<'a> {
                 Some(t) => t.pid,
                 None => return,
             },
-            // The process or receiver being created in a freed slot.
-            1 if aim => match round.ended.next_occupant(&mut self.rng) {
-                Some(pid) => pid,
-                None => return,
-            },
+            // The processes or receivers being created in freed slots.
+            1 if aim => {
+                for pid in round.ended.next_occupants() {
+                    round.op();
+                    let _ = self.scheduler.terminate(pid);
+                }
+                return;
+            }
             _ if aim => round.registry.guess(&mut self.rng),
             _ => round.registry.stale(&mut self.rng),
         };
