@@ -93,6 +93,8 @@ pub(crate) struct Actor {
     linked_watchers: HashSet<Pid>,
     /// A watcher's `Down`s of links it has not heard of yet.
     early: HashSet<Pid>,
+    /// The links a linker made to this watcher.
+    foreign_links: HashSet<Pid>,
     /// Its PID, known from its first step on.
     me: Option<Pid>,
 }
@@ -121,6 +123,7 @@ impl Actor {
             plan: Plan::Random,
             linked_watchers: HashSet::new(),
             early: HashSet::new(),
+            foreign_links: HashSet::new(),
             me: None,
         }
     }
@@ -586,7 +589,7 @@ impl Process for Actor {
             .chain(
                 (self.links.iter())
                     .filter(|(_, w)| matches!(w, Watch::Active { wait: true }))
-                    .map(|(p, _)| Wait::Link(*p)),
+                    .map(|(p, _)| Wait::Link(*p, self.foreign_links.contains(p))),
             )
             .collect();
         if let (Some(me), false) = (self.me, waits.is_empty()) {

@@ -278,7 +278,8 @@ impl End {
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Wait {
     Monitor(Pid),
-    Link(Pid),
+    /// A link; `true`: one the other side made (a linker's).
+    Link(Pid, bool),
 }
 
 /// Everything a round's threads, processes, handlers and hooks share.

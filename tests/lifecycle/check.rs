@@ -159,7 +159,9 @@ fn ended_by_themselves(
         }
         for wait in waits {
             let (target, check, defect) = match *wait {
-                Wait::Link(t) => (t, Check::LinkDownLost, Some(Defect::ExitOvertakesLink)),
+                // A link the other side made: the exit overtook its request.
+                Wait::Link(t, true) => (t, Check::LinkDownLost, Some(Defect::ExitOvertakesLink)),
+                Wait::Link(t, false) => (t, Check::LinkDownLost, None),
                 Wait::Monitor(t) => (t, Check::MonitorDownLost, None),
             };
             // A target closed by the same forced shutdown is a
@@ -169,7 +171,11 @@ fn ended_by_themselves(
                     explained = true;
                     let detail = format!(
                         "{watcher} never got the Down of its {} of {target}, which ended {end:?} (closed by force after the {LONG_SHUTDOWN:?} shutdown timeout)",
-                        if check == Check::LinkDownLost { "link" } else { "monitor" },
+                        match wait {
+                            Wait::Link(_, true) => "link (made by the other side)",
+                            Wait::Link(_, false) => "own link",
+                            Wait::Monitor(_) => "monitor",
+                        },
                     );
                     round.find(check, defect, detail);
                 }

@@ -53,6 +53,7 @@ impl Actor {
         }
         let wait = exercise(Defect::ExitOvertakesLink, self.round.cfg.long_run);
         self.links.entry(from).or_insert(Watch::Active { wait });
+        self.foreign_links.insert(from);
     }
 
     pub(super) fn on_down(&mut self, me: Pid, pid: Pid, reason: ExitReason) {
