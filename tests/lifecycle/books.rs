@@ -308,6 +308,8 @@ pub(crate) struct Round {
     pub(crate) ops: AtomicU64,
     pub(crate) started: AtomicU64,
     pub(crate) completed: AtomicU64,
+    /// Set for the last fifth of the storm.
+    pub(crate) near: AtomicBool,
     /// Set just before shutdown begins.
     pub(crate) stopping: AtomicBool,
     /// Message ids a known-defect panic in a public call unwound with
@@ -337,6 +339,7 @@ impl Round {
             ops: AtomicU64::new(0),
             started: AtomicU64::new(0),
             completed: AtomicU64::new(0),
+            near: AtomicBool::new(false),
             stopping: AtomicBool::new(false),
             skip: Mutex::new(HashSet::new()),
             blocking: AtomicUsize::new(0),

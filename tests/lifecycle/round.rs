@@ -132,7 +132,9 @@ pub(crate) fn run(seed: u64, long_run: bool) -> Ran {
                 .expect("a storm thread starts")
         })
         .collect();
-    thread::sleep(cfg.storm);
+    thread::sleep(cfg.storm * 4 / 5);
+    round.near.store(true, Ordering::SeqCst);
+    thread::sleep(cfg.storm / 5);
     let deadline = Instant::now() + GUARD;
     while !pair_done.load(Ordering::SeqCst) && Instant::now() < deadline {
         thread::sleep(Duration::from_millis(1));

@@ -42,10 +42,13 @@ impl<'a> Storm<'a> {
             done.store(true, Ordering::SeqCst);
         }
         while !after.load(Ordering::SeqCst) {
-            // While the shutdown runs, receivers are made in a burst (they
-            // race its closes).
-            if self.stopping() && self.rng.chance(500) {
+            // Near the shutdown and while it runs, receivers are made and
+            // dropped in a burst (they race its closes, and terminates).
+            if self.round.near.load(Ordering::Relaxed) && self.rng.chance(400) {
                 self.mailbox();
+                if self.rng.chance(500) {
+                    self.terminate();
+                }
                 continue;
             }
             match self.rng.below(100) {
