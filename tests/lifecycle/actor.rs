@@ -53,12 +53,12 @@ pub(crate) struct Spec {
 pub(crate) enum Plan {
     /// Random steps.
     Random,
-    /// Fails in its first step.
+    /// Fails within its first three steps.
     Fail,
-    /// Spawns a child that fails at once, links it, and ends `Done` in
-    /// its next step: the child's exit races that end (its spawner
-    /// monitors it, and checks the `Down`'s reason).
-    LinkThenEnd,
+    /// Links this process (a sibling that fails soon) in its first step
+    /// and ends `Done` soon after: the sibling's exit races that end (their
+    /// parent monitors it, and checks the `Down`'s reason).
+    LinkThenEnd(Option<Pid>),
 }
 
 /// A timer, as its process sees it.
@@ -344,34 +344,42 @@ impl Actor {
         }
     }
 
-    /// Now and then a plain process starts a `Plan::LinkThenEnd` child and
-    /// monitors it.
+    /// Now and then a plain process starts a child that fails soon and a
+    /// `Plan::LinkThenEnd` child that links it, and monitors the second
+    /// (the first runs next on this worker, the second may be stolen).
     fn pair(&mut self, out: &mut StepOutput<'_, Self>) {
         let round = Arc::clone(&self.round);
-        let room = round.live() < round.cfg.live_cap;
+        let room = round.live() + 2 < round.cfg.live_cap;
         if self.who != Who::Plain || !room || !self.rng.chance(30) {
             return;
         }
-        let child = Actor::new(&round);
-        let serial = child.serial;
-        let (seed, fail_init, plan) = (self.rng.next(), false, Plan::LinkThenEnd);
-        let who = Who::Plain;
-        let result = out.spawn(
-            child,
-            "lc",
-            Spec {
+        let mut partner = None;
+        for plan in [Plan::Fail, Plan::LinkThenEnd(partner)] {
+            let plan = match plan {
+                Plan::LinkThenEnd(_) => Plan::LinkThenEnd(partner),
+                other => other,
+            };
+            let child = Actor::new(&round);
+            let serial = child.serial;
+            let (who, seed, fail_init) = (Who::Plain, self.rng.next(), false);
+            let spec = Spec {
                 who,
                 seed,
                 fail_init,
                 plan,
-            },
-        );
-        if let Ok(pid) = result {
-            out.monitor(pid);
-            self.monitors.insert(pid, Watch::Active { wait: false });
+            };
+            let result = out.spawn(child, "lc", spec);
+            match (&result, plan) {
+                (Ok(pid), Plan::Fail) => partner = Some(*pid),
+                (Ok(pid), _) => {
+                    out.monitor(*pid);
+                    self.monitors.insert(*pid, Watch::Active { wait: false });
+                }
+                _ => {}
+            }
+            round.op();
+            started(&round, serial, who, result);
         }
-        round.op();
-        started(&round, serial, who, result);
     }
 
     fn spawn(&mut self, out: &mut StepOutput<'_, Self>) {
@@ -447,7 +455,11 @@ impl Process for Actor {
         self.who = spec.who;
         self.plan = spec.plan;
         self.rng = Rng::new(spec.seed);
-        self.budget = 1 + self.rng.below(40) as u32;
+        self.budget = match self.plan {
+            Plan::Random => 1 + self.rng.below(40) as u32,
+            Plan::Fail => 1 + self.rng.below(3) as u32,
+            Plan::LinkThenEnd(_) => 2 + self.rng.below(3) as u32,
+        };
         Ok(())
     }
 
@@ -511,29 +523,31 @@ impl Process for Actor {
         }
         match self.plan {
             Plan::Random => {}
-            Plan::Fail => return Err("deliberate failure".to_owned()),
-            Plan::LinkThenEnd if self.steps == 1 => {
-                let child = Actor::new(&self.round);
-                let serial = child.serial;
-                let (seed, fail_init, plan) = (self.rng.next(), false, Plan::Fail);
-                let who = Who::Plain;
-                let spec = Spec {
-                    who,
-                    seed,
-                    fail_init,
-                    plan,
-                };
-                let result = out.spawn(child, "lc", spec);
-                if let Ok(pid) = result {
+            // The plans end after 1 to 3 steps (or 2 to 4), continuing
+            // meanwhile, so the ends fall at varied times on either side.
+            Plan::Fail if self.steps as u64 >= self.budget as u64 => {
+                return Err("deliberate failure".to_owned())
+            }
+            Plan::LinkThenEnd(partner) if self.steps == 1 => {
+                if let Some(pid) = partner {
                     out.link(pid);
                     self.links.insert(pid, Watch::Active { wait: false });
                 }
-                started(&self.round, serial, who, result);
                 out.set_status(Status::Continue);
                 return Ok(());
             }
-            Plan::LinkThenEnd => {
+            Plan::LinkThenEnd(_) if self.steps >= self.budget => {
+                // A slow last step, so that the child's exit (stolen by
+                // another worker) lands while it runs.
+                let spin = Duration::from_micros(self.rng.below(200));
+                while now.elapsed() < spin {
+                    std::hint::spin_loop();
+                }
                 out.done(self.serial);
+                return Ok(());
+            }
+            Plan::Fail | Plan::LinkThenEnd(_) => {
+                out.set_status(Status::Continue);
                 return Ok(());
             }
         }

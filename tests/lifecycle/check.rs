@@ -105,6 +105,16 @@ pub(crate) fn check(
         let detail = format!("{live_after} processes live after shutdown");
         round.find(Check::Stuck, None, detail);
     }
+    if std::env::var_os("LIFECYCLE_VERBOSE").is_some() {
+        let mut kinds: HashMap<String, usize> = HashMap::new();
+        for (_, _, reason) in round.downs.lock().unwrap().iter() {
+            let kind = format!("{reason:?}");
+            *kinds
+                .entry(kind.split('(').next().unwrap_or("").to_owned())
+                .or_default() += 1;
+        }
+        println!("seed {}: Downs by reason {kinds:?}", round.seed);
+    }
     // Each `Down` against the outcome of its process.
     for (watcher, target, reason) in round.downs.lock().unwrap().iter() {
         let Some(expected) = reason_end(reason) else {
