@@ -110,6 +110,8 @@ pub(crate) struct Target {
 pub(crate) struct Registry {
     entries: Mutex<Vec<Target>>,
     cursor: AtomicUsize,
+    /// The highest slot index registered.
+    highest: AtomicUsize,
 }
 
 impl Registry {
@@ -119,10 +121,13 @@ impl Registry {
         Registry {
             entries: Mutex::new(Vec::new()),
             cursor: AtomicUsize::new(0),
+            highest: AtomicUsize::new(0),
         }
     }
 
     pub(crate) fn push(&self, target: Target) {
+        let index = target.pid.index() as usize;
+        self.highest.fetch_max(index, Ordering::Relaxed);
         let mut entries = self.entries.lock().unwrap();
         if entries.len() < Self::SIZE {
             entries.push(target);
@@ -180,6 +185,14 @@ impl Registry {
                 Pid::from_raw(u64::from(generation) << 32 | u64::from(t.pid.index()))
             })
             .collect()
+    }
+
+    /// The PIDs of the next fresh slots (past the highest index seen, of
+    /// generation 0), where a process or receiver is made when no slot is
+    /// free.
+    pub(crate) fn fresh(&self) -> Vec<Pid> {
+        let highest = self.highest.load(Ordering::Relaxed) as u64;
+        (1..=4).map(|n| Pid::from_raw(highest + n)).collect()
     }
 
     /// A PID that names no live process: a registered one of an earlier
@@ -348,7 +361,15 @@ impl Round {
 
     pub(crate) fn find(&self, check: Check, defect: Option<Defect>, detail: String) {
         let mut findings = self.findings.lock().unwrap_or_else(|e| e.into_inner());
-        if findings.len() < 200 {
+        // At most 20 of a kind are kept, so that a flood of one kind
+        // never crowds out another.
+        let kind = (check, defect);
+        if findings
+            .iter()
+            .filter(|f| (f.check, f.defect) == kind)
+            .count()
+            < 20
+        {
             findings.push(Finding::new(check, defect, detail));
         }
     }

@@ -320,7 +320,9 @@ impl<'a> Storm<'a> {
             },
             // The processes or receivers being created in freed slots.
             1 if aim => {
-                for pid in round.ended.next_occupants() {
+                let mut aimed = round.ended.next_occupants();
+                aimed.extend(round.registry.fresh());
+                for pid in aimed {
                     round.op();
                     let _ = self.scheduler.terminate(pid);
                 }
