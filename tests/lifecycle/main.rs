@@ -24,10 +24,20 @@
 //! the machine's. A failing round prints its seed and the command that
 //! replays it. Defects known today are listed in `defects.rs`.
 //!
+//! The default test runs 8 fixed seeds in short rounds; the ignored one
+//! runs longer rounds for `LIFECYCLE_SECS` (default 60) from seed
+//! `LIFECYCLE_SEED` (default: from the clock), or replays that one seed
+//! when only it is given (`LIFECYCLE_MODE=short` replays a default-run
+//! seed in its short form). `LIFECYCLE_STRICT=1` fails on known defects
+//! too; `LIFECYCLE_VERBOSE=1` prints each round's settings, statistics
+//! and shutdown report. Each run ends with its throughput (public
+//! operations a second of storm) and the defects it found, with seeds.
+//!
 //! ```text
-//! cargo test --release --test lifecycle                   # 8 fixed seeds
+//! cargo test --release --test lifecycle
 //! LIFECYCLE_SECS=600 cargo test --release --test lifecycle -- --ignored --nocapture
 //! LIFECYCLE_SEED=42 cargo test --release --test lifecycle -- --ignored --nocapture
+//! LIFECYCLE_SEED=3 LIFECYCLE_MODE=short cargo test --release --test lifecycle -- --ignored --nocapture
 //! ```
 
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -240,7 +250,7 @@ fn print_findings(seed: u64, findings: &[Finding]) {
     for ((check, defect), n) in shown {
         if n > 2 {
             println!(
-                "seed {seed}: ... and {} more [{check:?}, {defect:?}]",
+                "seed {seed}: ... and {} more [{check:?}, {defect:?}] (20 of a kind are kept)",
                 n - 2
             );
         }
