@@ -245,8 +245,14 @@ pub struct Links {
     /// out (`worker/signals.rs`). Cleared when the carry is handed over.
     pub carried_down: bool,
     /// Whether the `Down` held in the extra part (`Extra::down`) is a
-    /// trapped exit, not a monitor's: a `demonitor` leaves it.
+    /// trapped exit, not a monitor's: a `demonitor` leaves it, an `unlink`
+    /// of its sender takes it out.
     pub handed_exit: bool,
+    /// Whether the last event of the carry is a trapped exit's `Down`,
+    /// taken one past a full step's cap and not yet given to a step: an
+    /// `unlink` of its sender in the step that did not see it takes it out
+    /// (`worker/signals.rs`). Cleared when the carry is handed over.
+    pub carried_exit: bool,
 }
 
 impl Links {

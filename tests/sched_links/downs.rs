@@ -383,6 +383,11 @@ struct Gated {
 enum Gate {
     Monitor(Pid),
     Demonitor(Pid),
+    /// Trap exits and link to the PID.
+    TrapAndLink(Pid),
+    Unlink(Pid),
+    /// End with an error.
+    Fail,
     Hold(Arc<AtomicBool>),
     Note,
     Finish,
@@ -416,6 +421,16 @@ impl Process for Gated {
                     out.demonitor(t);
                     "demonitor".to_owned()
                 }
+                Event::Message(Gate::TrapAndLink(t)) => {
+                    out.trap_exits(true);
+                    out.link(t);
+                    "link".to_owned()
+                }
+                Event::Message(Gate::Unlink(t)) => {
+                    out.unlink(t);
+                    "unlink".to_owned()
+                }
+                Event::Message(Gate::Fail) => return Err(()),
                 Event::Message(Gate::Hold(flag)) => {
                     let deadline = std::time::Instant::now() + common::ms(60_000);
                     while !flag.load(Ordering::Acquire) {
@@ -498,5 +513,59 @@ fn a_down_collected_past_the_cap_goes_with_the_demonitor_of_the_step() {
             !step.contains(&down),
             "a Down after the demonitor: {steps:?}"
         );
+    }
+}
+
+/// As `a_down_collected_past_the_cap_goes_with_the_demonitor_of_the_step`,
+/// for a link: a trapping process's `Down` of a linked process's failure,
+/// taken one past the cap and carried, goes with the `unlink` of the step
+/// that got the cap's worth ("no exit from it reaches this process after
+/// this step").
+#[test]
+fn a_trapped_exit_collected_past_the_cap_goes_with_the_unlink_of_the_step() {
+    let s: Scheduler<Gated> = Scheduler::builder()
+        .workers(2)
+        .max_events_per_step(2)
+        .build()
+        .unwrap();
+    let gated = || {
+        let steps = Arc::new(Mutex::new(Vec::new()));
+        let process = Gated {
+            steps: Arc::clone(&steps),
+        };
+        (s.submit_joinable(process, "gated", ()).ok().unwrap(), steps)
+    };
+    let ((w, steps), (t, _)) = (gated(), gated());
+    let (w_pid, t_pid) = (w.pid(), t.pid());
+    let info = |p: Pid| s.processes().into_iter().find(|i| i.pid == p);
+    s.send(w_pid, Gate::TrapAndLink(t_pid)).unwrap();
+    wait_until("the link is registered", || {
+        info(t_pid).is_some_and(|i| i.links == 1)
+    });
+    let flag = Arc::new(AtomicBool::new(false));
+    s.send(w_pid, Gate::Hold(Arc::clone(&flag))).unwrap();
+    wait_until("the linker holds its step", || {
+        info(w_pid).is_some_and(|i| i.state == Lifecycle::Running)
+    });
+    // Queued behind the step that holds, then the exit (the linker runs:
+    // no claim); the failure's farewell comes before its join.
+    s.send(w_pid, Gate::Unlink(t_pid)).unwrap();
+    s.send(w_pid, Gate::Note).unwrap();
+    s.send(t_pid, Gate::Fail).unwrap();
+    assert!(joined(t).is_err());
+    flag.store(true, Ordering::Release);
+    wait_until("the unlinking step", || {
+        (steps.lock().unwrap().iter()).any(|s| s.contains(&"unlink".to_owned()))
+    });
+    s.send(w_pid, Gate::Finish).unwrap();
+    assert!(joined(w).is_ok());
+    let steps = steps.lock().unwrap().clone();
+    let at = (steps.iter())
+        .position(|s| s.contains(&"unlink".to_owned()))
+        .unwrap();
+    assert_eq!(steps[at], ["unlink", "note"], "the cap's worth: {steps:?}");
+    let down = format!("down {t_pid}");
+    for step in &steps[at + 1..] {
+        assert!(!step.contains(&down), "an exit after the unlink: {steps:?}");
     }
 }

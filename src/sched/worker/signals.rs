@@ -46,7 +46,8 @@ impl<P: Process> Local<P> {
     /// A `demonitor(t)` also takes out a `Down(t)` of a monitor that was
     /// taken but never given to a step (`flush_down`): the one taken past
     /// a full step's cap, or the one a claim handed over and held for the
-    /// step that drains the mailbox (`before_step`).
+    /// step that drains the mailbox (`before_step`). An `unlink(x)` takes
+    /// out a trapped exit of `x` held the same two ways (`flush_exit`).
     ///
     /// Never inlined: only processes that use monitors or links come here,
     /// and inlined into the worker loop it costs every other step spilled
@@ -71,7 +72,12 @@ impl<P: Process> Local<P> {
                     links.demonitor(pid, target)
                 }
                 LinkOp::Link(to) => links.link(pid, to),
-                LinkOp::Unlink(to) => links.unlink(pid, to),
+                LinkOp::Unlink(to) => {
+                    if links.carried_exit || (links.handed_exit && down.is_some()) {
+                        flush_exit(links, down, &mut body.carry, to);
+                    }
+                    links.unlink(pid, to)
+                }
                 LinkOp::TrapExits(trap) => {
                     links.trap_exits(trap);
                     None
@@ -467,6 +473,27 @@ fn flush_down<P: Process>(
     }
     if !links.handed_exit && matches!(down, Some((pid, _)) if *pid == target) {
         *down = None;
+    }
+}
+
+/// Takes out the trapped exit of `from` that a link gave but no step was
+/// given, for an `unlink(from)` (its promise: no exit from it reaches the
+/// process after the step): the carry's last event if `collect_events`
+/// took it past the step's cap (`Links::carried_exit`), or the `Down` a
+/// claim handed over and holds (`Links::handed_exit`).
+fn flush_exit<P: Process>(
+    links: &mut Links,
+    down: &mut Option<(Pid, ExitReason)>,
+    carry: &mut Vec<Event<P>>,
+    from: Pid,
+) {
+    if links.carried_exit && matches!(carry.last(), Some(Event::Down { pid, .. }) if *pid == from) {
+        carry.pop();
+        links.carried_exit = false;
+    }
+    if links.handed_exit && matches!(down, Some((pid, _)) if *pid == from) {
+        *down = None;
+        links.handed_exit = false;
     }
 }
 

@@ -178,7 +178,15 @@ impl<P: Process> Local<P> {
             } if generation == pid.generation() && !firing.timeout => {
                 Self::carry_timer(body, &firing)
             }
-            envelope => self.accept(envelope, body, pid),
+            envelope => {
+                let exit = matches!(&envelope.item, Item::Signal(s) if s.exit_from().is_some());
+                let event = self.accept(envelope, body, pid);
+                if exit && matches!(event, Some(Event::Down { .. })) {
+                    // A trapped exit, marked for an `unlink` (`flush_exit`).
+                    body.links_mut(&mut self.spare_extras).carried_exit = true;
+                }
+                event
+            }
         }
     }
 
@@ -190,6 +198,7 @@ impl<P: Process> Local<P> {
     pub(super) fn hand_over_carried(extra: &mut Extra<P>) {
         if let Some(links) = extra.links.as_mut() {
             links.carried_down = false;
+            links.carried_exit = false;
         }
         if let Some(at) = extra.timers.iter().position(|r| r.carried()) {
             extra.timers.swap_remove(at);
