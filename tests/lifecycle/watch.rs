@@ -9,7 +9,8 @@
 //! same step (`Body::LinkedBy`) and never unlinks it. A watcher that hears
 //! of such a link waits for its `Down` like for its own: one that an exit
 //! overtook (the linker ended before the watcher took the link request)
-//! never comes. Watchers enter the registry only in their first step,
+//! never comes. No process both monitors and links one target (a `Down`
+//! does not say which it answers). Watchers enter the registry only in their first step,
 //! which turns their trap on, so no link reaches one that does not trap.
 
 use super::*;
@@ -111,7 +112,10 @@ impl Actor {
                 other => other,
             };
             if let Some((pid, wait)) = target {
-                if pid != me && !self.monitors.contains_key(&pid) {
+                // Never a monitor and a link of one target: a `Down` does
+                // not say which of the two it is for.
+                let linked = self.links.contains_key(&pid) || self.foreign_links.contains(&pid);
+                if pid != me && !self.monitors.contains_key(&pid) && !linked {
                     out.monitor(pid);
                     let wait = wait && self.who == Who::Watcher;
                     self.monitors.insert(pid, Watch::Active { wait });
@@ -139,7 +143,8 @@ impl Actor {
         let target = round.registry.pick(&mut self.rng).filter(|_| linking);
         if let Some(target) = target.filter(|t| t.pid != me) {
             let fresh = !self.links.contains_key(&target.pid)
-                && !self.linked_watchers.contains(&target.pid);
+                && !self.linked_watchers.contains(&target.pid)
+                && !self.monitors.contains_key(&target.pid);
             match (self.who, target.who) {
                 (Who::Watcher, Who::Plain) if target.serial % 2 == 0 && fresh => {
                     out.link(target.pid);
