@@ -53,6 +53,7 @@ use super::shared::{phase, Shared};
 use super::table::{Envelope, FreeCache, Task};
 use super::timer::NEVER;
 use super::trace::{Kind, Ring};
+use super::watch::StepWatch;
 use super::Take;
 use crate::deque::{Steal, Worker};
 use crate::mpsc::NodeCache;
@@ -227,10 +228,26 @@ impl<P: Process> Local<P> {
         crate::mpsc::pool::take_spares_on_this_thread();
         let shared = Arc::clone(&self.shared);
         shared.hooks.thread_start(self.index);
-        let config = &shared.config;
         // Looked up once: the step loop publishes into it on every step.
         let watch = &shared.remotes[self.index].watch;
-        // Looked up once too: its `next` is read before every search.
+        // An internal panic is contained here, once for the whole loop
+        // (`worker/contain.rs`): the loop is entered again after it.
+        while let Err(panic) = self.contained(|local| local.work(&shared, watch)) {
+            self.internal_panic(watch, panic);
+        }
+        if self.spinning {
+            let _ = shared.idle.stop_spinning();
+        }
+        if self.trace.is_some() {
+            self.hand_back_trace();
+        }
+        shared.hooks.thread_stop(self.index);
+    }
+
+    /// The worker loop, until the scheduler exits.
+    fn work(&mut self, shared: &Shared<P>, watch: &StepWatch) {
+        let config = &shared.config;
+        // Looked up once: its `next` is read before every search.
         let own_wheel = &shared.timers.wheels[self.index];
         let mut idle_rounds = 0;
         loop {
@@ -242,11 +259,11 @@ impl<P: Process> Local<P> {
             if let Some(task) = self.find_local() {
                 self.found_work();
                 idle_rounds = 0;
-                self.run_contained(task, watch);
+                self.run_held(task, watch);
                 continue;
             }
             if shared.phase() == phase::EXITING {
-                break;
+                return;
             }
             if !self.spinning {
                 if !shared.idle.try_start_spinning() {
@@ -264,7 +281,7 @@ impl<P: Process> Local<P> {
             if let Some(task) = self.steal() {
                 self.found_work();
                 idle_rounds = 0;
-                self.run_contained(task, watch);
+                self.run_held(task, watch);
                 continue;
             }
             idle_rounds += 1;
@@ -279,13 +296,6 @@ impl<P: Process> Local<P> {
                 spin_loop();
             }
         }
-        if self.spinning {
-            let _ = shared.idle.stop_spinning();
-        }
-        if self.trace.is_some() {
-            self.hand_back_trace();
-        }
-        shared.hooks.thread_stop(self.index);
     }
 
     /// Records the exit and leaves the ring with the tracer. Out of line:

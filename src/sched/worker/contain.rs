@@ -6,8 +6,8 @@
 //!
 //! The policy, documented on [`Stats::worker_panics`](crate::sched::Stats::worker_panics):
 //!
-//! - the worker does not die: the panic is caught around each task it
-//!   runs, counted (`Stats::worker_panics`, `ShutdownReport::worker_panics`)
+//! - the worker does not die: the panic is caught around its loop,
+//!   counted (`Stats::worker_panics`, `ShutdownReport::worker_panics`)
 //!   and the worker goes back to its loop, its queues intact, so the
 //!   processes queued on it are run as usual;
 //! - the process it was running, if the worker held it (Running or, in its
@@ -20,9 +20,13 @@
 //!   a party that does not hold it) is not run: `run_task` counts it as an
 //!   internal panic and leaves the process to whoever holds it.
 //!
-//! The containment costs nothing until a panic: `catch_unwind` is a
-//! landing pad, and the ownership is decided from the state word and the
-//! slot's last worker only then.
+//! The containment costs nothing until a panic: the loop runs under one
+//! `catch_unwind` for the worker's life (entered again after a panic), and
+//! each task under a guard that is forgotten when the task returns, so
+//! only an unwinding task drops it: its `Drop` records the slot for the
+//! handler. (A `catch_unwind` around each task cost a ping-pong step a
+//! call boundary the loop's inlining could not cross.) The ownership is
+//! decided from the state word and the slot's last worker only then.
 
 use super::Local;
 use crate::process::state::Lifecycle;
@@ -35,21 +39,69 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 /// The message of the outcome of a process closed after an internal panic.
 const PREFIX: &str = "stepsched: internal panic on a worker while it ran this process";
 
+std::thread_local! {
+    /// The slot of the task whose guard an unwinding panic dropped (type
+    /// erased: the worker is generic), for the handler of that panic.
+    static UNWOUND: core::cell::Cell<*const ()> = const { core::cell::Cell::new(core::ptr::null()) };
+}
+
+/// The slot of the task a worker runs, dropped only by a panic that
+/// unwinds out of the task (the worker forgets it when the task returns).
+struct Held<'a, P: Process>(&'a Slot<P>);
+
+impl<P: Process> Drop for Held<'_, P> {
+    fn drop(&mut self) {
+        let slot: *const Slot<P> = self.0;
+        UNWOUND.with(|u| u.set(slot.cast()));
+    }
+}
+
 impl<P: Process> Local<P> {
-    /// [`run_task`](Local::run_task), with an internal panic contained.
-    #[inline]
-    pub(super) fn run_contained(&mut self, task: Task<P>, watch: &StepWatch) {
-        let slot = task.slot();
-        if let Err(panic) = catch_unwind(AssertUnwindSafe(|| self.run_task(task, watch))) {
-            self.internal_panic(slot, watch, panic_message(&*panic));
+    /// Runs the worker loop `f`, returning the payload of a panic that
+    /// escaped it.
+    pub(super) fn contained(
+        &mut self,
+        f: impl FnOnce(&mut Self),
+    ) -> Result<(), Box<dyn std::any::Any + Send>> {
+        UNWOUND.with(|u| u.set(core::ptr::null()));
+        catch_unwind(AssertUnwindSafe(|| f(self)))
+    }
+
+    /// [`run_task`](Local::run_task) under a [`Held`] guard.
+    #[inline(always)]
+    pub(super) fn run_held(&mut self, task: Task<P>, watch: &StepWatch) {
+        let held = Held(task.slot());
+        self.run_task(task, watch);
+        core::mem::forget(held);
+    }
+
+    /// After an internal panic that escaped the worker loop: the task it
+    /// came from, if any, is handled (`panicked_in`); one outside any task
+    /// (a search, a park, a timer poll) is counted, and the loop goes on.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn internal_panic(
+        &mut self,
+        watch: &StepWatch,
+        panic: Box<dyn std::any::Any + Send>,
+    ) {
+        let message = panic_message(&*panic);
+        let slot = UNWOUND.with(|u| u.replace(core::ptr::null()));
+        if slot.is_null() {
+            // Relaxed: a statistic, read by `stats` and `shutdown`.
+            self.shared.worker_panics.fetch_add(1, Ordering::Relaxed);
+            return;
         }
+        // SAFETY: `Held` recorded a slot of this scheduler's table, and
+        // slots are never freed before the table, which `self.shared` keeps
+        // alive (as `Task::slot` argues).
+        let slot = unsafe { &*slot.cast::<Slot<P>>() };
+        self.panicked_in(slot, watch, message);
     }
 
     /// After an internal panic while running `slot`'s process: see the
     /// module docs.
-    #[cold]
-    #[inline(never)]
-    fn internal_panic(&mut self, slot: &Slot<P>, watch: &StepWatch, message: String) {
+    fn panicked_in(&mut self, slot: &Slot<P>, watch: &StepWatch, message: String) {
         // Relaxed: a statistic, read by `stats` and `shutdown`.
         self.shared.worker_panics.fetch_add(1, Ordering::Relaxed);
         // Only the holder moves a process to Running or Complete, and this
