@@ -455,13 +455,19 @@ impl Process for Gated {
     }
 }
 
-/// A `Down` pushed into a watcher's mailbox (the watcher was running when
-/// its target ended) behind a step's cap's worth (`max_events_per_step(2)`)
-/// is taken one past the cap and carried; the step that got the cap's
-/// worth demonitors the target: the carried `Down` goes, and no later step
-/// gets it.
-#[test]
-fn a_down_collected_past_the_cap_goes_with_the_demonitor_of_the_step() {
+/// The shape of the two tests below: `w` registers a monitor or a link of
+/// `t` (`setup`, seen done by `registered`), then holds a step while its
+/// mailbox fills with `cancel` and a note (a step's cap's worth,
+/// `max_events_per_step(2)`) and then, `t` ended by `end` while `w` runs
+/// (no claim), the `Down` of that end, taken one past the cap and carried.
+/// The step that got the cap's worth cancels: the carried `Down` goes, and
+/// no later step gets it.
+fn a_carried_down_goes_with_the_cancel_of_the_step(
+    setup: fn(Pid) -> Gate,
+    registered: fn(&stepsched::sched::ProcessInfo) -> bool,
+    cancel: fn(Pid) -> Gate,
+    (name, end): (&str, Gate),
+) {
     let s: Scheduler<Gated> = Scheduler::builder()
         .workers(2)
         .max_events_per_step(2)
@@ -477,95 +483,62 @@ fn a_down_collected_past_the_cap_goes_with_the_demonitor_of_the_step() {
     let ((w, steps), (t, _)) = (gated(), gated());
     let (w_pid, t_pid) = (w.pid(), t.pid());
     let info = |p: Pid| s.processes().into_iter().find(|i| i.pid == p);
-    s.send(w_pid, Gate::Monitor(t_pid)).unwrap();
-    wait_until("the monitor is registered", || {
-        info(t_pid).is_some_and(|i| i.monitored_by == 1)
+    s.send(w_pid, setup(t_pid)).unwrap();
+    wait_until("the request is registered", || {
+        info(t_pid).is_some_and(|i| registered(&i))
     });
     let flag = Arc::new(AtomicBool::new(false));
     s.send(w_pid, Gate::Hold(Arc::clone(&flag))).unwrap();
-    wait_until("the watcher holds its step", || {
+    wait_until("w holds its step", || {
         info(w_pid).is_some_and(|i| i.state == Lifecycle::Running)
     });
-    // Queued behind the step that holds, then the `Down` (the watcher
-    // runs: no claim); its end's farewell comes before its join.
-    s.send(w_pid, Gate::Demonitor(t_pid)).unwrap();
+    // Queued behind the step that holds, then the `Down` (w runs: no
+    // claim); t's farewell comes before its join.
+    s.send(w_pid, cancel(t_pid)).unwrap();
     s.send(w_pid, Gate::Note).unwrap();
-    s.send(t_pid, Gate::Finish).unwrap();
-    assert!(joined(t).is_ok());
+    s.send(t_pid, end).unwrap();
+    let _ = joined(t);
     flag.store(true, Ordering::Release);
-    wait_until("the demonitoring step", || {
-        (steps.lock().unwrap().iter()).any(|s| s.contains(&"demonitor".to_owned()))
+    let name = name.to_owned();
+    wait_until("the cancelling step", || {
+        (steps.lock().unwrap().iter()).any(|s| s.contains(&name))
     });
     s.send(w_pid, Gate::Finish).unwrap();
     assert!(joined(w).is_ok());
     let steps = steps.lock().unwrap().clone();
-    let at = (steps.iter())
-        .position(|s| s.contains(&"demonitor".to_owned()))
-        .unwrap();
+    let at = (steps.iter()).position(|s| s.contains(&name)).unwrap();
     assert_eq!(
         steps[at],
-        ["demonitor", "note"],
+        [name.as_str(), "note"],
         "the cap's worth: {steps:?}"
     );
     let down = format!("down {t_pid}");
     for step in &steps[at + 1..] {
-        assert!(
-            !step.contains(&down),
-            "a Down after the demonitor: {steps:?}"
-        );
+        assert!(!step.contains(&down), "a Down after the {name}: {steps:?}");
     }
 }
 
-/// As `a_down_collected_past_the_cap_goes_with_the_demonitor_of_the_step`,
-/// for a link: a trapping process's `Down` of a linked process's failure,
-/// taken one past the cap and carried, goes with the `unlink` of the step
-/// that got the cap's worth ("no exit from it reaches this process after
-/// this step").
+/// A monitor's `Down` carried past the cap goes with the `demonitor` of
+/// the step ("no `Down` about it reaches a step after this one").
+#[test]
+fn a_down_collected_past_the_cap_goes_with_the_demonitor_of_the_step() {
+    a_carried_down_goes_with_the_cancel_of_the_step(
+        Gate::Monitor,
+        |i| i.monitored_by == 1,
+        Gate::Demonitor,
+        ("demonitor", Gate::Finish),
+    );
+}
+
+/// A trapping process's `Down` of a linked process's failure carried past
+/// the cap goes with the `unlink` of the step ("no exit from it reaches
+/// this process after this step").
 #[test]
 fn a_trapped_exit_collected_past_the_cap_goes_with_the_unlink_of_the_step() {
-    let s: Scheduler<Gated> = Scheduler::builder()
-        .workers(2)
-        .max_events_per_step(2)
-        .build()
-        .unwrap();
-    let gated = || {
-        let steps = Arc::new(Mutex::new(Vec::new()));
-        let process = Gated {
-            steps: Arc::clone(&steps),
-        };
-        (s.submit_joinable(process, "gated", ()).ok().unwrap(), steps)
-    };
-    let ((w, steps), (t, _)) = (gated(), gated());
-    let (w_pid, t_pid) = (w.pid(), t.pid());
-    let info = |p: Pid| s.processes().into_iter().find(|i| i.pid == p);
-    s.send(w_pid, Gate::TrapAndLink(t_pid)).unwrap();
-    wait_until("the link is registered", || {
-        info(t_pid).is_some_and(|i| i.links == 1)
-    });
-    let flag = Arc::new(AtomicBool::new(false));
-    s.send(w_pid, Gate::Hold(Arc::clone(&flag))).unwrap();
-    wait_until("the linker holds its step", || {
-        info(w_pid).is_some_and(|i| i.state == Lifecycle::Running)
-    });
-    // Queued behind the step that holds, then the exit (the linker runs:
-    // no claim); the failure's farewell comes before its join.
-    s.send(w_pid, Gate::Unlink(t_pid)).unwrap();
-    s.send(w_pid, Gate::Note).unwrap();
-    s.send(t_pid, Gate::Fail).unwrap();
-    assert!(joined(t).is_err());
-    flag.store(true, Ordering::Release);
-    wait_until("the unlinking step", || {
-        (steps.lock().unwrap().iter()).any(|s| s.contains(&"unlink".to_owned()))
-    });
-    s.send(w_pid, Gate::Finish).unwrap();
-    assert!(joined(w).is_ok());
-    let steps = steps.lock().unwrap().clone();
-    let at = (steps.iter())
-        .position(|s| s.contains(&"unlink".to_owned()))
-        .unwrap();
-    assert_eq!(steps[at], ["unlink", "note"], "the cap's worth: {steps:?}");
-    let down = format!("down {t_pid}");
-    for step in &steps[at + 1..] {
-        assert!(!step.contains(&down), "an exit after the unlink: {steps:?}");
-    }
+    a_carried_down_goes_with_the_cancel_of_the_step(
+        Gate::TrapAndLink,
+        |i| i.links == 1,
+        Gate::Unlink,
+        ("unlink", Gate::Fail),
+    );
 }
