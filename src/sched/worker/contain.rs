@@ -67,6 +67,12 @@ impl<P: Process> Local<P> {
         catch_unwind(AssertUnwindSafe(|| f(self)))
     }
 
+    /// Counts an internal panic.
+    fn count_panic(&self) {
+        // Relaxed: a statistic, read by `stats` and `shutdown`.
+        self.shared.worker_panics.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// [`run_task`](Local::run_task) under a [`Held`] guard.
     #[inline(always)]
     pub(super) fn run_held(&mut self, task: Task<P>, watch: &StepWatch) {
@@ -88,8 +94,7 @@ impl<P: Process> Local<P> {
         let message = panic_message(&*panic);
         let slot = UNWOUND.with(|u| u.replace(core::ptr::null()));
         if slot.is_null() {
-            // Relaxed: a statistic, read by `stats` and `shutdown`.
-            self.shared.worker_panics.fetch_add(1, Ordering::Relaxed);
+            self.count_panic();
             return;
         }
         // SAFETY: `Held` recorded a slot of this scheduler's table, and
@@ -102,8 +107,7 @@ impl<P: Process> Local<P> {
     /// After an internal panic while running `slot`'s process: see the
     /// module docs.
     fn panicked_in(&mut self, slot: &Slot<P>, watch: &StepWatch, message: String) {
-        // Relaxed: a statistic, read by `stats` and `shutdown`.
-        self.shared.worker_panics.fetch_add(1, Ordering::Relaxed);
+        self.count_panic();
         // Only the holder moves a process to Running or Complete, and this
         // worker held it from its `start` (`run_task` returns before
         // touching a slot whose `start` found it not Ready). Past its
@@ -121,9 +125,9 @@ impl<P: Process> Local<P> {
                 self.salvage_step(pid);
                 let closed = catch_unwind(AssertUnwindSafe(|| self.close(slot, Err(why()), false)));
                 if closed.is_err() {
-                    // Relaxed: as above. The process is left as it is: live
-                    // in the table, counted `stuck` by a shutdown.
-                    self.shared.worker_panics.fetch_add(1, Ordering::Relaxed);
+                    // The process is left as it is: live in the table,
+                    // counted `stuck` by a shutdown.
+                    self.count_panic();
                 }
             }
             Lifecycle::Complete if ours => {
@@ -191,8 +195,7 @@ impl<P: Process> Local<P> {
     #[cold]
     #[inline(never)]
     pub(super) fn refuse_task(&mut self, slot: &Slot<P>) {
-        // Relaxed: a statistic, read by `stats` and `shutdown`.
-        self.shared.worker_panics.fetch_add(1, Ordering::Relaxed);
+        self.count_panic();
         eprintln!(
             "stepsched: internal error: worker {} took a task whose process is not Ready ({:?})",
             self.index,
