@@ -42,8 +42,9 @@ impl Process for Echo {
 
 #[test]
 fn a_message_sent_while_the_only_worker_blocks_in_on_park_is_not_lost() {
-    // 0: not yet; 1: the next park blocks; 2: blocking now; 3: released.
-    let stage = Arc::new(AtomicU32::new(0));
+    // 1: the next park blocks; 2: blocking now; 3: released. The first
+    // park comes before anything is submitted (the worker starts idle).
+    let stage = Arc::new(AtomicU32::new(1));
     let hook = Arc::clone(&stage);
     let s = Scheduler::<Echo>::builder()
         .workers(1)
@@ -52,23 +53,21 @@ fn a_message_sent_while_the_only_worker_blocks_in_on_park_is_not_lost() {
                 .compare_exchange(1, 2, Ordering::SeqCst, Ordering::SeqCst)
                 .is_ok()
             {
-                while hook.load(Ordering::SeqCst) != 3 {
+                // Released by the test, or by this liveness guard (the
+                // test then fails on its own wait, not by hanging here).
+                let deadline = std::time::Instant::now() + common::ms(60_000);
+                while hook.load(Ordering::SeqCst) != 3 && std::time::Instant::now() < deadline {
                     std::thread::yield_now();
                 }
             }
         })
         .build()
         .unwrap();
-    let job = s.submit_joinable(Echo, "", ()).unwrap();
-    common::wait_until("its first step", || {
-        s.processes()
-            .iter()
-            .any(|p| p.pid == job.pid() && p.steps == 1)
-    });
-    stage.store(1, Ordering::SeqCst);
     common::wait_until("the worker to block in on_park", || {
         stage.load(Ordering::SeqCst) == 2
     });
+    // Submitted and sent while the only worker blocks: nothing wakes it.
+    let job = s.submit_joinable(Echo, "", ()).unwrap();
     s.send(job.pid(), 7).unwrap();
     stage.store(3, Ordering::SeqCst);
     let outcome = job.join_timeout(common::ms(60_000)).ok();
