@@ -1,5 +1,5 @@
-//! What the driver can find, and the defects of the scheduler it is known
-//! to find today.
+//! What the driver can find: the classes of defect its checks are filed
+//! under, and the list of those open (none today).
 //!
 //! Every check files a [`Finding`] under a [`Check`]. A finding fails the
 //! run unless its check points to a defect listed in [`KNOWN_DEFECTS`]:
@@ -14,34 +14,34 @@
 
 use std::fmt;
 
-/// A defect of the scheduler the driver finds, by what it does.
+/// A class of defect the driver's checks look for, by what it would do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub(crate) enum Defect {
-    /// `mailbox()` racing `terminate` or `shutdown(Duration::ZERO)` trips
+    /// `mailbox()` racing `terminate` or `shutdown(Duration::ZERO)` would trip
     /// the assert in `StateWord::start` (a worker or the caller panics;
     /// shutdown then reports processes stuck).
     MailboxStartRace,
-    /// An exit that overtakes a `link` request leaves a link to a dead
+    /// An exit that overtakes a `link` request would leave a link to a dead
     /// process: the linker (trapping exits) never gets its `Down`.
     ExitOvertakesLink,
-    /// An exit drained in `close` makes the `Down`'s reason `Linked` though
+    /// An exit drained in `close` would make the `Down`'s reason `Linked` though
     /// the process ended `Done`.
     DrainedExitReason,
-    /// A dropped `Receiver` (or a timed-out `call`'s) loses what is in its
+    /// A dropped `Receiver` (or a timed-out `call`'s) would lose what is in its
     /// inbox: it reaches neither the caller nor `on_undelivered`.
     ReceiverDropLoses,
-    /// `blocking_keep_alive(Duration::MAX)` kills a pool thread
+    /// `blocking_keep_alive(Duration::MAX)` would kill a pool thread
     /// (`Instant + Duration` overflows) and wedges the pool.
     KeepAliveMax,
-    /// `demonitor`/`unlink`/`cancel_timer` do not cover an event already
+    /// `demonitor`/`unlink`/`cancel_timer` would not cover an event already
     /// collected and carried past `max_events_per_step`.
     CarriedPastCancel,
     /// Two threads in `recv_timeout` on one receiver, two messages
-    /// forwarded at once: one thread sleeps its whole timeout.
+    /// forwarded at once: one thread would sleep its whole timeout.
     RecvNotifyOne,
-    /// A `Duration::MAX` timeout panics (`Instant::now() + timeout`).
+    /// A `Duration::MAX` timeout would panic (`Instant::now() + timeout`).
     DurationMax,
-    /// `ShutdownReport::forced` counts the receivers a shutdown's cancel
+    /// `ShutdownReport::forced` would count the receivers a shutdown's cancel
     /// closed, though nothing was closed by force (`timed_out` is false):
     /// the docs say it counts processes closed after the timeout.
     ForcedCountsReceivers,
