@@ -2,7 +2,7 @@
 
 use core::fmt;
 
-/// Why [`Scheduler::send`](super::Scheduler::send) refused a message; the
+/// Why [`Scheduler::send`](crate::sched::Scheduler::send) refused a message; the
 /// message is inside.
 #[derive(Clone, PartialEq, Eq)]
 pub enum SendError<M> {
@@ -14,7 +14,7 @@ pub enum SendError<M> {
     /// The scheduler is shutting down.
     ShuttingDown(M),
     /// The process's mailbox is bounded and full
-    /// ([`Builder::mailbox_capacity`](super::Builder::mailbox_capacity)).
+    /// ([`Builder::mailbox_capacity`](crate::sched::Builder::mailbox_capacity)).
     Full(M),
 }
 
@@ -55,7 +55,7 @@ impl<M> fmt::Display for SendError<M> {
 
 impl<M> std::error::Error for SendError<M> {}
 
-/// Why [`Scheduler::terminate`](super::Scheduler::terminate) did nothing.
+/// Why [`Scheduler::terminate`](crate::sched::Scheduler::terminate) did nothing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum TerminateError {
     /// No process ever had this PID.
@@ -75,7 +75,7 @@ impl fmt::Display for TerminateError {
 
 impl std::error::Error for TerminateError {}
 
-/// Why a [`Completer`](super::Completer) could not deliver its completion;
+/// Why a [`Completer`](crate::sched::Completer) could not deliver its completion;
 /// the result is inside.
 pub enum CompleteError<T> {
     /// The process has ended (or was never there).
@@ -113,7 +113,7 @@ impl<T> fmt::Display for CompleteError<T> {
 
 impl<T> std::error::Error for CompleteError<T> {}
 
-/// Why [`Scheduler::mailbox`](super::Scheduler::mailbox) made no receiver.
+/// Why [`Scheduler::mailbox`](crate::sched::Scheduler::mailbox) made no receiver.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum SpawnRefused {
     /// The scheduler is shutting down.

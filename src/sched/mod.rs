@@ -39,92 +39,64 @@
 //! in [`Stats::worker_panics`] and [`ShutdownReport::worker_panics`], and
 //! the process the worker held is closed as `Panicked`.
 
-mod global;
+// The rooms. The core (the slot table, the run queues, parking, the
+// phase word, delivery) and the worker loop; each feature in a room of its
+// own. docs/ARCHITECTURE.md gives the layout, the seams and a reading order.
+pub(crate) mod core;
+#[cfg(not(loom))]
+mod worker;
 
+#[doc(hidden)]
+pub mod bound;
 #[cfg(not(loom))]
-mod blocking;
+mod commands;
+#[doc(hidden)]
+pub mod links;
+pub(crate) mod observe;
 #[cfg(not(loom))]
-mod body;
+mod outside;
+#[cfg(not(loom))]
+mod shutdown;
+#[doc(hidden)]
+pub mod timer;
+
 #[cfg(not(loom))]
 mod builder;
 #[cfg(not(loom))]
-mod clock;
-#[cfg(not(loom))]
-mod depot;
-#[cfg(not(loom))]
-mod dump;
-#[cfg(not(loom))]
 mod error;
-#[cfg(not(loom))]
-mod handler;
-#[cfg(not(loom))]
-mod hooks;
-#[cfg(not(loom))]
-mod join;
-#[cfg(not(loom))]
-mod monitor;
-#[cfg(not(loom))]
-mod outside;
 #[cfg(not(loom))]
 mod scheduler;
 #[cfg(not(loom))]
 mod shared;
-#[cfg(not(loom))]
-mod stats;
-#[cfg(not(loom))]
-mod stopping;
-#[cfg(not(loom))]
-mod table;
-#[cfg(not(loom))]
-mod ticks;
-#[cfg(not(loom))]
-mod trace;
-#[cfg(not(loom))]
-mod worker;
 
-// The idle protocol, the phase word, the process table's pages and free
-// list, the process dump's figures and read, the long-step monitor's
-// seqlock, and the monitors' and links' bookkeeping are modelled by loom,
-// so they build in both worlds.
+// Paths the loom tests use (the loom-visible parts of the rooms).
 #[doc(hidden)]
-pub mod bound;
+pub use self::core::{idle, phase, slab};
 #[doc(hidden)]
-pub mod figures;
-#[doc(hidden)]
-pub mod idle;
-#[doc(hidden)]
-pub mod links;
-#[doc(hidden)]
-pub mod phase;
-#[doc(hidden)]
-pub mod slab;
-#[doc(hidden)]
-pub mod timer;
-#[doc(hidden)]
-pub mod watch;
+pub use observe::{figures, watch};
 
-pub use global::{GlobalQueue, Take, BATCH};
+pub use self::core::global::{GlobalQueue, Take, BATCH};
 
-#[cfg(not(loom))]
-pub use blocking::{DEFAULT_BLOCKING_KEEP_ALIVE, DEFAULT_MAX_BLOCKING_THREADS};
 #[cfg(not(loom))]
 pub use builder::{Builder, DEFAULT_EVENTS_PER_STEP};
 #[cfg(not(loom))]
-pub use dump::ProcessInfo;
+pub use commands::blocking::{DEFAULT_BLOCKING_KEEP_ALIVE, DEFAULT_MAX_BLOCKING_THREADS};
+#[cfg(not(loom))]
+pub use commands::handler::{Completer, Completion};
 #[cfg(not(loom))]
 pub use error::{CompleteError, SendError, SpawnRefused, TerminateError};
 #[cfg(not(loom))]
-pub use handler::{Completer, Completion};
+pub use observe::dump::ProcessInfo;
 #[cfg(not(loom))]
-pub use join::{JoinHandle, JoinSet, Joined};
+pub use outside::join::{JoinHandle, JoinSet, Joined};
 
 #[cfg(not(loom))]
-pub use monitor::{LongStep, DEFAULT_LONG_STEP_THRESHOLD};
+pub use observe::monitor::{LongStep, DEFAULT_LONG_STEP_THRESHOLD};
+#[cfg(not(loom))]
+pub use observe::stats::{BlockingStats, Stats, TimerStats, WorkerStats};
+#[cfg(not(loom))]
+pub use observe::trace::Trace;
 #[cfg(not(loom))]
 pub use outside::{CallError, Receiver, Recv};
 #[cfg(not(loom))]
 pub use scheduler::{Scheduler, ShutdownReport};
-#[cfg(not(loom))]
-pub use stats::{BlockingStats, Stats, TimerStats, WorkerStats};
-#[cfg(not(loom))]
-pub use trace::Trace;

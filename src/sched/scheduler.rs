@@ -1,23 +1,23 @@
 //! [`Scheduler`]: the handle an embedder holds.
 
-use super::blocking::Pool;
-use super::builder::Builder;
-use super::clock::CoarseClock;
-use super::error::{SendError, TerminateError};
-use super::global::GlobalQueue;
-use super::handler::Handlers;
-use super::idle::Idle;
-use super::join::{JoinCell, JoinHandle, JoinSet, Joiner};
-use super::monitor::{Monitor, MonitorConfig};
-use super::shared::{phase, Config, Hooks, Refusal, Remote, Shared};
-use super::stats::Counters;
-use super::table::{Table, Task};
-use super::trace::{Kind as TraceKind, Trace, Tracing};
-use super::worker::Local;
 use crate::deque::Worker;
 use crate::padded::CachePadded;
 use crate::process::state::{Lifecycle, Notify, Wake};
 use crate::process::{Cancel, Event, Hosts, Kind, Pid, Process, SpawnError, SpawnOptions};
+use crate::sched::builder::Builder;
+use crate::sched::commands::blocking::Pool;
+use crate::sched::commands::handler::Handlers;
+use crate::sched::core::clock::CoarseClock;
+use crate::sched::core::global::GlobalQueue;
+use crate::sched::core::idle::Idle;
+use crate::sched::core::table::{Table, Task};
+use crate::sched::error::{SendError, TerminateError};
+use crate::sched::observe::monitor::{Monitor, MonitorConfig};
+use crate::sched::observe::stats::Counters;
+use crate::sched::observe::trace::{Kind as TraceKind, Trace, Tracing};
+use crate::sched::outside::join::{JoinCell, JoinHandle, JoinSet, Joiner};
+use crate::sched::shared::{phase, Config, Hooks, Refusal, Remote, Shared};
+use crate::sched::worker::Local;
 use crate::sync::{AtomicU64, Ordering};
 use core::fmt;
 use std::io;
@@ -109,7 +109,7 @@ pub struct ShutdownReport {
     /// `on_undelivered`).
     pub timers_cancelled: usize,
     /// Panics of the scheduler's own code contained on the workers during
-    /// the scheduler's life (see [`Stats::worker_panics`](super::Stats::worker_panics)). Zero unless
+    /// the scheduler's life (see [`Stats::worker_panics`](crate::sched::Stats::worker_panics)). Zero unless
     /// the scheduler has a bug.
     pub worker_panics: u64,
 }
@@ -149,19 +149,19 @@ impl<P: Process> Scheduler<P> {
             handlers,
             blocking,
             hooks,
-            room: super::bound::Room::new(),
-            depot: CachePadded(super::depot::Depot::new()),
+            room: crate::sched::bound::Room::new(),
+            depot: CachePadded(crate::sched::core::depot::Depot::new()),
             config,
-            phase: super::phase::Phase::new(),
+            phase: crate::sched::core::phase::Phase::new(),
             submitted: AtomicU64::new(0),
             undelivered: AtomicU64::new(0),
             unknown_tags: AtomicU64::new(0),
             forced: AtomicU64::new(0),
             worker_panics: AtomicU64::new(0),
-            stopping: super::stopping::Stopping::new(),
+            stopping: crate::sched::shutdown::stopping::Stopping::new(),
             clock: CoarseClock::new(),
             trace,
-            timers: super::timer::Timers::new(config_workers),
+            timers: crate::sched::timer::Timers::new(config_workers),
             table: Table::new(config_workers, max_processes),
         });
         let scheduler = Scheduler {
@@ -382,7 +382,7 @@ impl<P: Process> Scheduler<P> {
             return report;
         }
         let shared = &*self.shared;
-        let deadline = super::clock::deadline(timeout);
+        let deadline = crate::sched::core::clock::deadline(timeout);
         let completed_before = shared.table.closed();
         shared.set_phase(phase::STOPPING);
         shared.trace_phase("stopping");
@@ -433,7 +433,8 @@ impl<P: Process> Scheduler<P> {
             // longer while closes still make progress: processes queued to be
             // closed are not stuck, only a step that never returns is (on a
             // loaded machine 10,000 queued closes can outlast a short grace).
-            let mut grace = super::clock::deadline(timeout.max(Duration::from_millis(100)));
+            let mut grace =
+                crate::sched::core::clock::deadline(timeout.max(Duration::from_millis(100)));
             left = shared.table.live();
             loop {
                 if shared

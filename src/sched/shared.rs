@@ -1,22 +1,8 @@
-//! State shared by the [`Scheduler`](super::Scheduler) handle, its workers
-//! and every [`Completer`](super::Completer): the process table, the run
+//! State shared by the [`Scheduler`](crate::sched::Scheduler) handle, its workers
+//! and every [`Completer`](crate::sched::Completer): the process table, the run
 //! queues, the idle protocol, handlers (and the blocking pool) and hooks,
 //! and the delivery path.
 
-use super::blocking::{Pool, PoolConfig};
-use super::bound::Room;
-use super::clock::CoarseClock;
-use super::depot::Depot;
-use super::error::TerminateError;
-use super::global::GlobalQueue;
-use super::handler::Handlers;
-use super::idle::Idle;
-use super::links::Signal;
-use super::stats::Counters;
-use super::table::{Envelope, FreeCache, Item, Occupant, Slot, Table, Task};
-use super::timer::Firing;
-use super::trace::{Kind as TraceKind, Tracing};
-use super::watch::StepWatch;
 use crate::deque::Stealer;
 use crate::mpsc::NodeCache;
 use crate::padded::CachePadded;
@@ -24,15 +10,29 @@ use crate::process::state::{Lifecycle, Notify, Wake};
 use crate::process::{
     panic_message, Event, Pid, Process, ProcessError, SpawnError, SpawnOptions, Spawner,
 };
+use crate::sched::bound::Room;
+use crate::sched::commands::blocking::{Pool, PoolConfig};
+use crate::sched::commands::handler::Handlers;
+use crate::sched::core::clock::CoarseClock;
+use crate::sched::core::depot::Depot;
+use crate::sched::core::global::GlobalQueue;
+use crate::sched::core::idle::Idle;
+use crate::sched::core::table::{Envelope, FreeCache, Item, Occupant, Slot, Table, Task};
+use crate::sched::error::TerminateError;
+use crate::sched::links::Signal;
+use crate::sched::observe::stats::Counters;
+use crate::sched::observe::trace::{Kind as TraceKind, Tracing};
+use crate::sched::observe::watch::StepWatch;
+use crate::sched::timer::Firing;
 use crate::sync::{AtomicU64, Ordering};
 use core::cell::RefCell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use super::join::Joiner;
+use crate::sched::outside::join::Joiner;
 
-pub(crate) use super::hooks::Hooks;
-pub(crate) use super::phase;
-use super::phase::Phase;
+pub(crate) use crate::sched::core::phase;
+use crate::sched::core::phase::Phase;
+pub(crate) use crate::sched::observe::hooks::Hooks;
 
 /// Tuning, fixed at build time.
 #[derive(Debug, Clone)]
@@ -46,12 +46,12 @@ pub(crate) struct Config {
     /// Whether a long-step monitor runs (workers then publish each step).
     pub(crate) monitored: bool,
     /// Whether deliveries and drains are counted per slot, for the process
-    /// dump's queued figure ([`Builder::count_queued_events`](super::Builder::count_queued_events)).
+    /// dump's queued figure ([`Builder::count_queued_events`](crate::sched::Builder::count_queued_events)).
     pub(crate) count_queued: bool,
-    /// The most events handed to one step ([`Builder::max_events_per_step`](super::Builder::max_events_per_step)).
+    /// The most events handed to one step ([`Builder::max_events_per_step`](crate::sched::Builder::max_events_per_step)).
     pub(crate) events_per_step: usize,
     /// The default mailbox capacity (0: unbounded;
-    /// [`Builder::mailbox_capacity`](super::Builder::mailbox_capacity)).
+    /// [`Builder::mailbox_capacity`](crate::sched::Builder::mailbox_capacity)).
     pub(crate) mailbox_capacity: u32,
     /// The blocking pool's settings.
     pub(crate) blocking: PoolConfig,
@@ -109,13 +109,13 @@ pub(crate) struct Shared<P: Process> {
     /// Internal panics contained on the workers (`worker/contain.rs`).
     pub(crate) worker_panics: AtomicU64,
     /// The thread waiting in `shutdown` for the processes to end.
-    pub(crate) stopping: super::stopping::Stopping,
+    pub(crate) stopping: crate::sched::shutdown::stopping::Stopping,
     /// Stamps process slots at each transition (see `clock.rs`).
     pub(crate) clock: CoarseClock,
     /// The execution tracer's shared part, if tracing is on.
     pub(crate) trace: Option<Tracing>,
     /// The clock and one timing wheel per worker (`timer/`).
-    pub(crate) timers: super::timer::Timers<P::Message>,
+    pub(crate) timers: crate::sched::timer::Timers<P::Message>,
     /// Last: dropped after every queue that points into it.
     pub(crate) table: Table<P>,
 }
@@ -467,7 +467,7 @@ impl<P: Process> Shared<P> {
         }
     }
 
-    /// [`Scheduler::terminate`](super::Scheduler::terminate), for it and
+    /// [`Scheduler::terminate`](crate::sched::Scheduler::terminate), for it and
     /// for a dropped outside receiver.
     pub(crate) fn terminate(&self, pid: Pid) -> Result<(), TerminateError> {
         let slot = self
@@ -519,7 +519,7 @@ impl<P: Process> Shared<P> {
 
     /// Reports an event that reached no process.
     pub(crate) fn undelivered(&self, pid: Pid, event: Event<P>) {
-        if super::timer::is_timer_made(&event) {
+        if crate::sched::timer::is_timer_made(&event) {
             // A timer's event that lost a race with the end of its process
             // or its cancel: nobody is waiting for it (`timer/mod.rs`).
             return;

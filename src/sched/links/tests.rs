@@ -139,7 +139,7 @@ fn exit_signals_box_only_a_summary_and_keep_the_reason() {
 #[cfg(all(target_pointer_width = "64", not(loom)))]
 fn signals_do_not_grow_the_mailbox_item() {
     use crate::process::{Event, NoCommand, Process, StepOutput};
-    use crate::sched::table::{Envelope, Item};
+    use crate::sched::core::table::{Envelope, Item};
     struct Small;
     impl Process for Small {
         type Input = ();

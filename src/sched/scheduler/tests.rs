@@ -84,7 +84,7 @@ fn a_half_done_push_makes_idle_workers_back_off_not_spin_on_the_sleepers_lock() 
     // A submit stopped after its claim: the first half of `submit_inner`.
     let shared = &*scheduler.shared;
     let cell = Arc::new(JoinCell::new());
-    let joiner = crate::sched::join::Joiner::One(Arc::clone(&cell));
+    let joiner = crate::sched::outside::join::Joiner::One(Arc::clone(&cell));
     let slot = (shared.create(gated(), "run", (), Some(joiner), Default::default(), None))
         .unwrap_or_else(|_| panic!("create"));
     let stalled = JoinHandle::new(slot.pid(), cell);
@@ -260,10 +260,10 @@ fn a_completion_behind_a_message_mid_link_reaches_the_waiting_process() {
         slot.state.load().lifecycle() == crate::process::state::Lifecycle::Blocked
     });
     let mut nodes = crate::mpsc::NodeCache::new();
-    let envelope = crate::sched::table::Envelope {
+    let envelope = crate::sched::core::table::Envelope {
         generation: pid.generation(),
         counted: false,
-        item: crate::sched::table::Item::Event(Event::Message(7)),
+        item: crate::sched::core::table::Item::Event(Event::Message(7)),
     };
     let mid = slot.events.push_mid_link(envelope, &mut nodes);
     done.succeed(()).unwrap();
@@ -284,7 +284,7 @@ fn a_completion_behind_a_message_mid_link_reaches_the_waiting_process() {
         == crate::process::state::Notify::Schedule
     {
         s.shared
-            .schedule_remote(crate::sched::table::Task::new(slot));
+            .schedule_remote(crate::sched::core::table::Task::new(slot));
     }
     let outcome = job.join_timeout(Duration::from_secs(60));
     assert_eq!(outcome.ok(), Some(Ok(1)), "the completion was lost");

@@ -6,8 +6,8 @@
 
 use super::Local;
 use crate::process::{panic_message, Event, Outcome, Pid, Process, ProcessError};
-use crate::sched::table::{Item, Slot};
-use crate::sched::trace::Kind;
+use crate::sched::core::table::{Item, Slot};
+use crate::sched::observe::trace::Kind;
 use crate::sync::Ordering;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 

@@ -31,8 +31,8 @@
 use super::Local;
 use crate::process::state::Lifecycle;
 use crate::process::{panic_message, Event, Pid, Process, ProcessError};
-use crate::sched::table::{Slot, Task};
-use crate::sched::watch::StepWatch;
+use crate::sched::core::table::{Slot, Task};
+use crate::sched::observe::watch::StepWatch;
 use crate::sync::Ordering;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 

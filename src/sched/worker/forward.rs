@@ -5,8 +5,8 @@
 use super::Local;
 use crate::process::state::{AfterStep, Park};
 use crate::process::{Event, Pid, Process, ProcessError};
+use crate::sched::core::table::{Body, Task};
 use crate::sched::shared::phase;
-use crate::sched::table::{Body, Task};
 
 impl<P: Process> Local<P> {
     /// The step of an outside receiver's slot (`outside.rs`): moves the

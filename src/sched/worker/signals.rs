@@ -10,9 +10,9 @@
 use super::Local;
 use crate::process::state::Wake;
 use crate::process::{Event, ExitReason, LinkOp, Outcome, Pid, Process, ProcessError, Summary};
-use crate::sched::body::Extra;
+use crate::sched::core::body::Extra;
+use crate::sched::core::table::{Body, Slot, Task};
 use crate::sched::links::{self, Links, Received, Signal};
-use crate::sched::table::{Body, Slot, Task};
 use crate::sync::Ordering;
 
 /// What the signals collected before a step ask for.

@@ -11,11 +11,11 @@ use crate::process::{
     panic_message, Cancel, CommandError, Event, Outcome, Pid, Process, ProcessError, Status,
     StepOutput,
 };
-use crate::sched::handler::Completer;
+use crate::sched::commands::handler::Completer;
+use crate::sched::core::table::{Body, Envelope, Item, Slot, Task};
+use crate::sched::observe::trace::{self, Kind};
+use crate::sched::observe::watch::StepWatch;
 use crate::sched::shared::{phase, LocalSpawner, Refusal};
-use crate::sched::table::{Body, Envelope, Item, Slot, Task};
-use crate::sched::trace::{self, Kind};
-use crate::sched::watch::StepWatch;
 use crate::sync::Ordering;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
@@ -599,6 +599,6 @@ impl<P: Process> Local<P> {
 /// usual send's code.
 #[cold]
 #[inline(never)]
-fn wake_early(idle: &crate::sched::idle::Idle) {
+fn wake_early(idle: &crate::sched::core::idle::Idle) {
     idle.notify_one();
 }

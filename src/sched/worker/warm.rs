@@ -16,8 +16,8 @@
 
 use crate::deque::MAX_STEAL;
 use crate::process::{Pid, Process};
+use crate::sched::core::table::Task;
 use crate::sched::shared::Shared;
-use crate::sched::table::Task;
 use crate::sync::prefetch_write;
 
 /// How far ahead of the delivery in progress `apply_sends` asks for a

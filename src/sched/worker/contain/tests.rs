@@ -175,7 +175,7 @@ fn a_task_for_a_process_not_ready_is_refused_and_counted() {
     wait_steps(&steps, 1);
     let slot = s.shared.table.get(victim.pid().index()).expect("a slot");
     s.shared
-        .schedule_remote(crate::sched::table::Task::new(slot));
+        .schedule_remote(crate::sched::core::table::Task::new(slot));
     let deadline = Instant::now() + GUARD;
     while s.stats().worker_panics == 0 {
         assert!(Instant::now() < deadline, "the task is never refused");

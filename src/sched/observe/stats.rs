@@ -1,7 +1,7 @@
 //! Counters each worker keeps about itself, and the [`Stats`] snapshot.
 
-use super::scheduler::Scheduler;
 use crate::process::Process;
+use crate::sched::scheduler::Scheduler;
 use crate::sync::{AtomicU64, Ordering};
 use core::fmt;
 
@@ -64,7 +64,7 @@ impl Counters {
     }
 }
 
-/// One worker's counters, as read by [`Scheduler::stats`](super::Scheduler::stats).
+/// One worker's counters, as read by [`Scheduler::stats`](crate::sched::Scheduler::stats).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct WorkerStats {
     /// Steps run.
@@ -98,8 +98,8 @@ pub struct WorkerStats {
 }
 
 /// The blocking pool's counts, as read by
-/// [`Scheduler::stats`](super::Scheduler::stats) (see
-/// [`Builder::blocking_handler`](super::Builder::blocking_handler)). The
+/// [`Scheduler::stats`](crate::sched::Scheduler::stats) (see
+/// [`Builder::blocking_handler`](crate::sched::Builder::blocking_handler)). The
 /// four are read together, under the pool's lock.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct BlockingStats {
@@ -149,10 +149,10 @@ pub struct Stats {
     /// links are told; the events its step was given and the messages it
     /// sent then go to `on_undelivered`. A task whose process was not
     /// Ready (queued twice) is not run, and counted here too, with a line
-    /// on standard error. Also in [`ShutdownReport::worker_panics`](super::ShutdownReport::worker_panics).
+    /// on standard error. Also in [`ShutdownReport::worker_panics`](crate::sched::ShutdownReport::worker_panics).
     pub worker_panics: u64,
     /// Mailbox nodes allocated for messages sent from outside the workers
-    /// ([`Scheduler::send`](super::Scheduler::send) and its kin). Such a
+    /// ([`Scheduler::send`](crate::sched::Scheduler::send) and its kin). Such a
     /// message takes a node the workers freed (kept for outside senders
     /// in a depot) if one is free at once, and a new one only if not: once
     /// warm, a steady stream of outside sends allocates few. (Completions
@@ -303,7 +303,7 @@ impl fmt::Display for Stats {
     }
 }
 
-/// Timer counts, as read by [`Scheduler::stats`](super::Scheduler::stats).
+/// Timer counts, as read by [`Scheduler::stats`](crate::sched::Scheduler::stats).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct TimerStats {
     /// Timers fired (`wake_after`/`wake_at`, command timeouts and

@@ -11,7 +11,7 @@
 //!   it wakes from a park: one `Instant` read per 488 ticks, ~0.06 ns a
 //!   tick (every 61 ticks cost a measured 0.5 ns, 4 %, of a bare step);
 //! - the long-step monitor, each period, if it runs;
-//! - [`Scheduler::processes`](super::Scheduler::processes), before it reads.
+//! - [`Scheduler::processes`](crate::sched::Scheduler::processes), before it reads.
 //!
 //! A refresh writes the word only when the millisecond has changed, so
 //! readers miss on its cache line at most once a millisecond per refresher.

@@ -89,7 +89,7 @@ impl<P: Process> JoinCell<P> {
 
 /// Waits for the outcome of one process, from any thread.
 ///
-/// Made by [`Scheduler::submit_joinable`](super::Scheduler::submit_joinable).
+/// Made by [`Scheduler::submit_joinable`](crate::sched::Scheduler::submit_joinable).
 /// Dropping it does not affect the process.
 ///
 /// It is also a [`Future`] of the outcome, for async code: polling it
@@ -179,7 +179,7 @@ impl<P: Process> JoinHandle<P> {
     ///
     /// `Err(self)` if the process did not end within `timeout`.
     pub fn join_timeout(self, timeout: Duration) -> Result<Outcome<P>, Self> {
-        let deadline = super::clock::deadline(timeout);
+        let deadline = crate::sched::core::clock::deadline(timeout);
         {
             let mut state = self.cell.lock();
             loop {
@@ -281,7 +281,7 @@ impl<P: Process> SetCell<P> {
 }
 
 /// Waits for many processes at once: the outcomes of the processes
-/// submitted into it ([`Scheduler::submit_into`](super::Scheduler::submit_into)),
+/// submitted into it ([`Scheduler::submit_into`](crate::sched::Scheduler::submit_into)),
 /// in the order they end.
 ///
 /// One queue serves the whole set, so waiting for 100k processes costs what
@@ -402,7 +402,7 @@ impl<P: Process> JoinSet<P> {
         if self.pending == 0 {
             return None;
         }
-        let deadline = super::clock::deadline(timeout);
+        let deadline = crate::sched::core::clock::deadline(timeout);
         let next = {
             let mut state = self.cell.lock();
             loop {

@@ -24,7 +24,7 @@ pub(crate) struct Hooks<P: Process> {
     pub(crate) on_complete: Option<Box<dyn Fn(Pid, &Outcome<P>) + Send + Sync>>,
     #[allow(clippy::type_complexity)]
     pub(crate) on_undelivered: Option<Box<dyn Fn(Pid, Event<P>) + Send + Sync>>,
-    /// Hook calls that panicked ([`Stats::hook_panics`](super::Stats::hook_panics)).
+    /// Hook calls that panicked ([`Stats::hook_panics`](crate::sched::Stats::hook_panics)).
     /// Added to by any worker (and by `shutdown`), read by `stats`.
     panics: AtomicU64,
 }

@@ -1,12 +1,12 @@
 //! A process's body: what only the worker holding it (state Running), or
 //! its creator before it is first queued, may touch (`Slot::body`), and
-//! what [`Table::insert`](super::table::Table::insert) puts in a slot.
+//! what [`Table::insert`](crate::sched::core::table::Table::insert) puts in a slot.
 
 use crate::process::{Event, Process};
 
-use super::join::Joiner;
-use super::links::Links;
-use super::outside::Inbox;
+use crate::sched::links::Links;
+use crate::sched::outside::join::Joiner;
+use crate::sched::outside::Inbox;
 
 /// What only the worker holding a process (state Running), or its creator
 /// before it is first queued, may touch.
@@ -41,7 +41,7 @@ pub(crate) struct Extra<P: Process> {
     /// monitored or linked.
     pub(crate) links: Option<Links>,
     /// Pending timers and command timeouts (`worker/timers.rs`).
-    pub(crate) timers: Vec<super::timer::Record>,
+    pub(crate) timers: Vec<crate::sched::timer::Record>,
     /// A `Down` handed over by a worker that claimed the waiting process
     /// (`Local::send_down`, `Local::send_signal`), for its next step.
     pub(crate) down: Option<(crate::process::Pid, crate::process::ExitReason)>,
@@ -151,7 +151,7 @@ impl<P: Process> Body<P> {
     }
 
     /// Its pending timers and command timeouts (none without an extra).
-    pub(crate) fn timers(&self) -> &[super::timer::Record] {
+    pub(crate) fn timers(&self) -> &[crate::sched::timer::Record] {
         self.extra.as_deref().map_or(&[], |extra| &extra.timers[..])
     }
 
@@ -173,7 +173,7 @@ pub(crate) enum Occupant<P: Process> {
 mod tests {
     use super::{Body, Extra, SpareExtras, SPARE_EXTRAS};
     use crate::process::Pid;
-    use crate::sched::table::tests::Nop;
+    use crate::sched::core::table::tests::Nop;
 
     /// A closed process's extra part, given back as `close` does (its links
     /// taken), is the very part the worker's next process gets: no `free`

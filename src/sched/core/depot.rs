@@ -51,7 +51,7 @@ pub(crate) struct Depot<T> {
     /// allocated one ([`Stats::outside_node_allocations`]); counted on a
     /// miss only, so a warm depot's sends pay nothing for it.
     ///
-    /// [`Stats::outside_node_allocations`]: super::Stats::outside_node_allocations
+    /// [`Stats::outside_node_allocations`]: crate::sched::Stats::outside_node_allocations
     misses: AtomicU64,
 }
 

@@ -41,23 +41,23 @@
 //! Each task runs under `catch_unwind` (`worker/contain.rs`): user code is
 //! contained where it is called, so a panic that reaches this far is the
 //! scheduler's own, and the worker survives it (see
-//! [`Stats::worker_panics`](super::Stats::worker_panics)).
+//! [`Stats::worker_panics`](crate::sched::Stats::worker_panics)).
 //!
 //! With nothing found it spins (rounds below `spin_tight`: a CPU pause),
 //! yields its thread (below `park_after`), then parks (see `idle.rs`)
 //! until woken or until the earliest timer of any wheel.
 
-use super::body::SpareExtras;
-use super::monitor::StepClock;
-use super::shared::{phase, Shared};
-use super::table::{Envelope, FreeCache, Task};
-use super::timer::NEVER;
-use super::trace::{Kind, Ring};
-use super::watch::StepWatch;
-use super::Take;
 use crate::deque::{Steal, Worker};
 use crate::mpsc::NodeCache;
 use crate::process::{Effects, Event, Pid, Process};
+use crate::sched::core::body::SpareExtras;
+use crate::sched::core::table::{Envelope, FreeCache, Task};
+use crate::sched::observe::monitor::StepClock;
+use crate::sched::observe::trace::{Kind, Ring};
+use crate::sched::observe::watch::StepWatch;
+use crate::sched::shared::{phase, Shared};
+use crate::sched::timer::NEVER;
+use crate::sched::Take;
 use crate::sync::{spin_loop, thread};
 use core::cell::RefCell;
 use std::collections::VecDeque;
@@ -150,8 +150,8 @@ pub(crate) struct Local<P: Process> {
     /// A step's monitor and link requests, those of them owed an answer,
     /// and the targets pushed to, while `apply_links` sends them (buffers
     /// kept between steps).
-    requests: Vec<(Pid, super::links::Signal)>,
-    owed: Vec<(Pid, super::links::Signal)>,
+    requests: Vec<(Pid, crate::sched::links::Signal)>,
+    owed: Vec<(Pid, crate::sched::links::Signal)>,
     pushed: Vec<Pid>,
     /// Slots this worker freed, for its own spawns.
     free: RefCell<FreeCache>,
@@ -168,7 +168,7 @@ pub(crate) struct Local<P: Process> {
     monitored: bool,
     /// Buffers for timers taken out of a wheel, and their messages, until
     /// they are delivered (`worker/timers.rs`).
-    fired: Vec<super::timer::wheel::Fired>,
+    fired: Vec<crate::sched::timer::wheel::Fired>,
     fired_messages: Vec<P::Message>,
     /// Whether the process being run released places of its bounded
     /// mailbox: then `run_task` checks for waiting senders after the
@@ -319,7 +319,7 @@ impl<P: Process> Local<P> {
         }
     }
 
-    fn counters(&self) -> &super::stats::Counters {
+    fn counters(&self) -> &crate::sched::observe::stats::Counters {
         &self.shared.remotes[self.index].counters
     }
 

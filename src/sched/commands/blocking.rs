@@ -1,7 +1,7 @@
 //! The blocking pool: threads apart from the workers that run the handlers
-//! registered with [`Builder::blocking_handler`](super::Builder::blocking_handler).
+//! registered with [`Builder::blocking_handler`](crate::sched::Builder::blocking_handler).
 //!
-//! A handler registered with [`Builder::handler`](super::Builder::handler)
+//! A handler registered with [`Builder::handler`](crate::sched::Builder::handler)
 //! runs on the worker, right after the step that yielded its command; one
 //! that blocks (a file read, a database call, a synchronous VM host
 //! function) holds that worker and every process queued behind it. A
@@ -74,14 +74,14 @@
 //! the processes): running handlers are waited for until the shutdown's
 //! deadline; those still running then are abandoned (their threads are
 //! detached; a completion they make later is refused with
-//! [`CompleteError::ShuttingDown`](super::CompleteError::ShuttingDown)) and
+//! [`CompleteError::ShuttingDown`](crate::sched::CompleteError::ShuttingDown)) and
 //! counted. Pool threads are never joined: a thread holds only the pool
 //! (never the scheduler's shared state, except through the completer of the
 //! command it runs), and after its last count it runs no user code.
 
-use super::handler::Completer;
-use super::stats::BlockingStats;
 use crate::process::{panic_message, CommandError, Pid, Process};
+use crate::sched::commands::handler::Completer;
+use crate::sched::observe::stats::BlockingStats;
 use core::cell::Cell;
 use std::collections::VecDeque;
 use std::io;
@@ -93,11 +93,11 @@ use std::time::{Duration, Instant};
 pub(crate) type BlockingFn<P> =
     dyn Fn(<P as Process>::Command, Completer<P>) + Send + Sync + 'static;
 
-/// The default of [`Builder::max_blocking_threads`](super::Builder::max_blocking_threads),
+/// The default of [`Builder::max_blocking_threads`](crate::sched::Builder::max_blocking_threads),
 /// tokio's.
 pub const DEFAULT_MAX_BLOCKING_THREADS: usize = 512;
 
-/// The default of [`Builder::blocking_keep_alive`](super::Builder::blocking_keep_alive),
+/// The default of [`Builder::blocking_keep_alive`](crate::sched::Builder::blocking_keep_alive),
 /// tokio's.
 pub const DEFAULT_BLOCKING_KEEP_ALIVE: Duration = Duration::from_secs(10);
 
@@ -353,7 +353,7 @@ impl<P: Process> Pool<P> {
                 break;
             }
             state.idle += 1;
-            let deadline = super::clock::deadline(self.config.keep_alive);
+            let deadline = crate::sched::core::clock::deadline(self.config.keep_alive);
             let claimed = loop {
                 if state.notified > 0 {
                     state.notified -= 1;
@@ -424,7 +424,7 @@ impl<P: Process> Pool<P> {
         state
     }
 
-    /// The counts now, for [`Stats`](super::Stats).
+    /// The counts now, for [`Stats`](crate::sched::Stats).
     pub(crate) fn stats(&self) -> BlockingStats {
         let state = self.lock();
         BlockingStats {

@@ -34,11 +34,11 @@
 //! the slot drains (and reports) it, which is exactly what the mailbox
 //! holds.
 
-use super::figures::Entry;
-use super::links::unpack_counts;
-use super::scheduler::Scheduler;
 use crate::process::state::Lifecycle;
 use crate::process::{Pid, Process};
+use crate::sched::links::unpack_counts;
+use crate::sched::observe::figures::Entry;
+use crate::sched::scheduler::Scheduler;
 use crate::sync::Ordering;
 use std::time::Duration;
 
@@ -69,7 +69,7 @@ pub struct ProcessInfo {
     /// queued for an earlier process in the same slot (sent just as it
     /// ended, to be reported as undelivered) are counted until a worker
     /// drains them. `None` unless the scheduler was built with
-    /// [`Builder::count_queued_events`](super::Builder::count_queued_events),
+    /// [`Builder::count_queued_events`](crate::sched::Builder::count_queued_events),
     /// since counting costs an RMW per event.
     pub queued: Option<u32>,
     /// Processes it monitors ([`StepOutput::monitor`](crate::process::StepOutput::monitor)),

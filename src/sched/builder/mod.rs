@@ -1,11 +1,13 @@
 //! [`Builder`]: configures and starts a [`Scheduler`].
 
-use super::blocking::{PoolConfig, DEFAULT_BLOCKING_KEEP_ALIVE, DEFAULT_MAX_BLOCKING_THREADS};
-use super::handler::{Completer, Handler, Handlers};
-use super::monitor::{LongStep, MonitorConfig};
-use super::shared::{Config, Hooks};
-use super::Scheduler;
 use crate::process::{Event, Outcome, Pid, Process};
+use crate::sched::commands::blocking::{
+    PoolConfig, DEFAULT_BLOCKING_KEEP_ALIVE, DEFAULT_MAX_BLOCKING_THREADS,
+};
+use crate::sched::commands::handler::{Completer, Handler, Handlers};
+use crate::sched::observe::monitor::{LongStep, MonitorConfig};
+use crate::sched::shared::{Config, Hooks};
+use crate::sched::Scheduler;
 use std::io;
 use std::sync::Arc;
 use std::time::Duration;
@@ -104,7 +106,7 @@ impl<P: Process> Builder<P> {
     /// Runs on each worker thread as it starts, with the worker's index.
     ///
     /// If it panics, the panic is contained and counted in
-    /// [`Stats::hook_panics`](super::Stats::hook_panics), and the worker
+    /// [`Stats::hook_panics`](crate::sched::Stats::hook_panics), and the worker
     /// starts all the same. It must return: until it does, the worker takes
     /// no work (others may steal what is queued for it), and
     /// [`Scheduler::shutdown`] joins the thread.
@@ -117,7 +119,7 @@ impl<P: Process> Builder<P> {
     /// after its last process.
     ///
     /// If it panics, the panic is contained and counted in
-    /// [`Stats::hook_panics`](super::Stats::hook_panics); the thread exits
+    /// [`Stats::hook_panics`](crate::sched::Stats::hook_panics); the thread exits
     /// normally. It must return: [`Scheduler::shutdown`] joins the thread
     /// and waits for it.
     pub fn on_thread_stop(mut self, f: impl Fn(usize) + Send + Sync + 'static) -> Self {
@@ -132,7 +134,7 @@ impl<P: Process> Builder<P> {
     /// always pair.
     ///
     /// If it panics, the panic is contained and counted in
-    /// [`Stats::hook_panics`](super::Stats::hook_panics), and the worker
+    /// [`Stats::hook_panics`](crate::sched::Stats::hook_panics), and the worker
     /// parks as usual. If it blocks, only this worker waits: it is not yet
     /// registered as a sleeper, so no wakeup is sent to it meanwhile. It
     /// must return for shutdown to join the thread.
@@ -146,7 +148,7 @@ impl<P: Process> Builder<P> {
     /// [`on_park`](Builder::on_park)).
     ///
     /// If it panics, the panic is contained and counted in
-    /// [`Stats::hook_panics`](super::Stats::hook_panics), and the worker
+    /// [`Stats::hook_panics`](crate::sched::Stats::hook_panics), and the worker
     /// goes on looking for work. While it blocks, the worker does not take
     /// the work it may have been woken for; other workers can still steal
     /// it once they search. It must return for shutdown to join the thread.
@@ -229,8 +231,8 @@ impl<P: Process> Builder<P> {
     /// decides.) At shutdown, commands still queued complete with
     /// [`CommandError::Cancelled`](crate::process::CommandError::Cancelled);
     /// running ones are waited for until the shutdown's timeout, then
-    /// abandoned (see [`ShutdownReport`](super::ShutdownReport)). `stats()`
-    /// shows the pool in [`Stats::blocking`](super::Stats::blocking).
+    /// abandoned (see [`ShutdownReport`](crate::sched::ShutdownReport)). `stats()`
+    /// shows the pool in [`Stats::blocking`](crate::sched::Stats::blocking).
     ///
     /// ```
     /// use std::time::Duration;
@@ -294,7 +296,7 @@ impl<P: Process> Builder<P> {
     }
 
     /// The most threads the blocking pool runs at once (default
-    /// [`DEFAULT_MAX_BLOCKING_THREADS`](super::DEFAULT_MAX_BLOCKING_THREADS),
+    /// [`DEFAULT_MAX_BLOCKING_THREADS`](crate::sched::DEFAULT_MAX_BLOCKING_THREADS),
     /// 512, tokio's); commands beyond it wait in FIFO order. Must be at
     /// least 1: [`build`](Builder::build) refuses 0.
     pub fn max_blocking_threads(mut self, threads: usize) -> Self {
@@ -304,7 +306,7 @@ impl<P: Process> Builder<P> {
 
     /// How long an idle blocking-pool thread waits for a command before it
     /// exits (default
-    /// [`DEFAULT_BLOCKING_KEEP_ALIVE`](super::DEFAULT_BLOCKING_KEEP_ALIVE),
+    /// [`DEFAULT_BLOCKING_KEEP_ALIVE`](crate::sched::DEFAULT_BLOCKING_KEEP_ALIVE),
     /// 10 s, tokio's).
     pub fn blocking_keep_alive(mut self, keep_alive: Duration) -> Self {
         self.blocking_keep_alive = keep_alive;
@@ -313,10 +315,10 @@ impl<P: Process> Builder<P> {
 
     /// Runs on the worker whenever a process ends, with its outcome, after
     /// the process is closed and its slot freed and before its
-    /// [`JoinHandle`](super::JoinHandle) gets the outcome.
+    /// [`JoinHandle`](crate::sched::JoinHandle) gets the outcome.
     ///
     /// If it panics, the panic is contained and counted in
-    /// [`Stats::hook_panics`](super::Stats::hook_panics): the outcome still
+    /// [`Stats::hook_panics`](crate::sched::Stats::hook_panics): the outcome still
     /// reaches the join handle, and the worker goes on. It should not
     /// block: the join handle waits for it, and so does the worker's next
     /// process.
@@ -341,8 +343,8 @@ impl<P: Process> Builder<P> {
     /// late, with no bound on how late in a scheduler whose slot is not
     /// reused, but never lost. If it panics, the
     /// panic is contained and counted in
-    /// [`Stats::hook_panics`](super::Stats::hook_panics), the event is
-    /// dropped (it is counted in [`Stats::undelivered`](super::Stats::undelivered)
+    /// [`Stats::hook_panics`](crate::sched::Stats::hook_panics), the event is
+    /// dropped (it is counted in [`Stats::undelivered`](crate::sched::Stats::undelivered)
     /// in any case), and the worker carries on with the process. It should
     /// not block: the worker and the process it holds wait for it.
     pub fn on_undelivered(mut self, f: impl Fn(Pid, Event<P>) + Send + Sync + 'static) -> Self {
@@ -365,7 +367,7 @@ impl<P: Process> Builder<P> {
     /// Steps cannot be preempted; a step that never polls `should_yield`
     /// holds its worker until it returns. "Step" here covers the command
     /// handlers it yields to and `close`, which run on the worker too.
-    /// [`DEFAULT_LONG_STEP_THRESHOLD`](super::DEFAULT_LONG_STEP_THRESHOLD) is
+    /// [`DEFAULT_LONG_STEP_THRESHOLD`](crate::sched::DEFAULT_LONG_STEP_THRESHOLD) is
     /// 10 ms, Go's. The callback runs on the monitor thread: keep it short,
     /// as the next tick waits for it; a panic in it is caught and the
     /// monitor goes on. The monitor stops (and is joined) at
@@ -413,7 +415,7 @@ impl<P: Process> Builder<P> {
     /// and threads that are not workers record their submits, sends and
     /// waking completions into one more such ring, behind a mutex.
     /// After [`Scheduler::shutdown`], [`Scheduler::trace`] returns the
-    /// [`Trace`](super::Trace), which writes Chrome trace-event JSON for
+    /// [`Trace`](crate::sched::Trace), which writes Chrome trace-event JSON for
     /// Perfetto; [`Scheduler::set_tracing`] pauses and resumes recording.
     /// Off by default; off, each event site costs one predictable branch.
     /// On, a step costs two reads of the TSC (where it is invariant, else
@@ -429,7 +431,7 @@ impl<P: Process> Builder<P> {
 
     /// Counts the events queued for each process, so that
     /// [`Scheduler::processes`] can report them
-    /// ([`ProcessInfo::queued`](super::ProcessInfo::queued); `None` without
+    /// ([`ProcessInfo::queued`](crate::sched::ProcessInfo::queued); `None` without
     /// this). Off by default: it costs an atomic read-modify-write per event
     /// delivered, on the receiving process's slot, which measured 8% of a
     /// fan-in of 10k replies to one process and 3% of a message round trip
@@ -511,9 +513,9 @@ impl<P: Process> Builder<P> {
     /// cancels and the scheduler's own events are bounded by what the
     /// process asked for and always get in. When the mailbox is full:
     ///
-    /// - [`Scheduler::send`](super::Scheduler::send) hands the message back
-    ///   in [`SendError::Full`](super::SendError::Full), at once;
-    ///   [`Scheduler::send_timeout`](super::Scheduler::send_timeout) parks
+    /// - [`Scheduler::send`](crate::sched::Scheduler::send) hands the message back
+    ///   in [`SendError::Full`](crate::sched::SendError::Full), at once;
+    ///   [`Scheduler::send_timeout`](crate::sched::Scheduler::send_timeout) parks
     ///   the calling thread until a drain makes room or the time is up.
     /// - A send from a step is neither dropped nor blocked (a worker must
     ///   never wait on another process): the message comes back to its

@@ -11,7 +11,7 @@
 //! can do, and this module does:
 //!
 //! 1. **Report it.** The callback given to
-//!    [`Builder::long_step_monitor`](super::Builder::long_step_monitor)
+//!    [`Builder::long_step_monitor`](crate::sched::Builder::long_step_monitor)
 //!    receives a [`LongStep`] (PID, worker, elapsed time) once per step that
 //!    runs longer than the threshold.
 //! 2. **Ask it to yield** (cooperative preemption, as Go did before 1.14):
@@ -51,9 +51,9 @@
 //! its own), so a request that lands just after its step ended is ignored
 //! by the next step and no one has to clear it.
 
-use super::shared::Shared;
-use super::watch::StepWatch;
 use crate::process::{Pid, Process};
+use crate::sched::observe::watch::StepWatch;
+use crate::sched::shared::Shared;
 use crate::sync::{Condvar, Mutex};
 use core::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -66,7 +66,7 @@ use std::time::{Duration, Instant};
 pub const DEFAULT_LONG_STEP_THRESHOLD: Duration = Duration::from_millis(10);
 
 /// A step that has run longer than the monitor's threshold, as passed to the
-/// callback of [`Builder::long_step_monitor`](super::Builder::long_step_monitor).
+/// callback of [`Builder::long_step_monitor`](crate::sched::Builder::long_step_monitor).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LongStep {
     /// The process whose step it is.

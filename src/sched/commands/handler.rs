@@ -6,12 +6,12 @@
 //! worker queues the command for the blocking pool (`blocking.rs`) and
 //! goes on.
 
-use super::blocking::{self, BlockingFn, Job};
-use super::error::CompleteError;
-use super::shared::Shared;
-use super::trace::Kind as TraceKind;
 use crate::process::state::Wake;
 use crate::process::{CommandError, Event, Pid, Process};
+use crate::sched::commands::blocking::{self, BlockingFn, Job};
+use crate::sched::error::CompleteError;
+use crate::sched::observe::trace::Kind as TraceKind;
+use crate::sched::shared::Shared;
 use core::fmt;
 use std::sync::Arc;
 

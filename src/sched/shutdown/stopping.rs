@@ -1,4 +1,4 @@
-//! [`Stopping`]: how [`Scheduler::shutdown`](super::Scheduler::shutdown)
+//! [`Stopping`]: how [`Scheduler::shutdown`](crate::sched::Scheduler::shutdown)
 //! waits for the live processes to end.
 //!
 //! The waiting thread looks at the live count. Between its first looks it

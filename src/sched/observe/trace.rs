@@ -1,9 +1,9 @@
 //! The execution tracer: per-worker ring buffers of scheduling events,
 //! exported as Chrome trace-event JSON (Perfetto, `chrome://tracing`).
 //!
-//! Off by default; [`Builder::trace`](super::Builder::trace) turns it on
+//! Off by default; [`Builder::trace`](crate::sched::Builder::trace) turns it on
 //! with a ring of a fixed number of events per worker, and
-//! [`Scheduler::set_tracing`](super::Scheduler::set_tracing) pauses and
+//! [`Scheduler::set_tracing`](crate::sched::Scheduler::set_tracing) pauses and
 //! resumes recording at run time (a Relaxed load of a shared, read-mostly
 //! flag per event, paid only when the builder asked for tracing). A step
 //! whose begin was stamped is always recorded.
@@ -18,7 +18,7 @@
 //! numbers. A step is one record: its begin reading is kept in the ring
 //! while the step runs, and the record, with the end reading and how the
 //! step ended, is written when it returns. Events, each beside the counter
-//! of [`Stats`](super::Stats) that counts it, so the two agree:
+//! of [`Stats`](crate::sched::Stats) that counts it, so the two agree:
 //!
 //! | kind             | track   | numbers                    | stamp      | counter        |
 //! |------------------|---------|----------------------------|------------|----------------|
@@ -65,8 +65,8 @@
 //! # Export
 //!
 //! A worker hands its ring back when it exits, so the trace is complete
-//! after [`Scheduler::shutdown`](super::Scheduler::shutdown):
-//! [`Scheduler::trace`](super::Scheduler::trace) takes the second
+//! after [`Scheduler::shutdown`](crate::sched::Scheduler::shutdown):
+//! [`Scheduler::trace`](crate::sched::Scheduler::trace) takes the second
 //! calibration pair (`ticks.rs`) and returns a [`Trace`], and
 //! [`Trace::write_chrome_json`] writes the JSON (by hand; the crate has no
 //! dependencies): one track per worker (`tid` = worker index), then the
@@ -76,9 +76,9 @@
 //! (`ph: "i"`). Timestamps are nanoseconds since the tracer started,
 //! written as microseconds with three decimals.
 
-use super::ticks::{Calibration, CalibrationStart, Ticks};
 use crate::padded::CachePadded;
 use crate::process::Pid;
+use crate::sched::observe::ticks::{Calibration, CalibrationStart, Ticks};
 use crate::sync::{Arc, AtomicBool, Mutex, Ordering};
 use std::io::{self, Write};
 
@@ -192,7 +192,7 @@ impl Records {
 #[repr(align(128))]
 pub(crate) struct Ring {
     clock: Ticks,
-    /// The run-time switch ([`Scheduler::set_tracing`](super::Scheduler::set_tracing)),
+    /// The run-time switch ([`Scheduler::set_tracing`](crate::sched::Scheduler::set_tracing)),
     /// shared by every ring of a scheduler. Written rarely, read per event.
     enabled: Arc<CachePadded<AtomicBool>>,
     records: Records,

@@ -28,12 +28,12 @@ use crate::process::{Event, Pid, Process};
 use crate::sync::{AtomicU32, AtomicU64, Ordering, UnsafeCell};
 use core::ptr::NonNull;
 
-pub(crate) use super::body::{Body, Occupant};
-use super::bound::Bound;
-use super::figures::{Figures, QueueCounts, TimerCount};
-use super::links::Signal;
-use super::slab::{FreeList, Pages};
-use super::timer::Firing;
+use crate::sched::bound::Bound;
+pub(crate) use crate::sched::core::body::{Body, Occupant};
+use crate::sched::core::slab::{FreeList, Pages};
+use crate::sched::links::Signal;
+use crate::sched::observe::figures::{Figures, QueueCounts, TimerCount};
+use crate::sched::timer::Firing;
 
 /// An item and the generation of the process it was sent to.
 pub(crate) struct Envelope<P: Process> {

@@ -23,12 +23,12 @@
 //! receiver; a `recv` then returns what was forwarded, then
 //! [`RecvError`]. `on_complete` is not called for receivers.
 
-use super::error::{SendError, SpawnRefused};
-use super::shared::{phase, Shared};
-use super::table::{Occupant, Slot, Task};
-use super::Scheduler;
 use crate::process::state::{AfterStep, Park, Start};
 use crate::process::{Pid, Process};
+use crate::sched::core::table::{Occupant, Slot, Task};
+use crate::sched::error::{SendError, SpawnRefused};
+use crate::sched::shared::{phase, Shared};
+use crate::sched::Scheduler;
 use crate::sync::{Arc, Condvar, Mutex, MutexGuard};
 use core::fmt;
 use core::future::Future;
@@ -37,6 +37,8 @@ use core::task::{Context, Poll, Waker};
 use std::collections::VecDeque;
 use std::sync::mpsc::{RecvError, RecvTimeoutError, TryRecvError};
 use std::time::{Duration, Instant};
+
+pub(crate) mod join;
 
 #[cfg(test)]
 mod tests;
@@ -105,7 +107,7 @@ impl<M> Inbox<M> {
             self.ready.notify_all();
         }
         if let Some(waker) = waker {
-            super::join::wake_contained(waker);
+            crate::sched::outside::join::wake_contained(waker);
         }
     }
 
@@ -118,7 +120,7 @@ impl<M> Inbox<M> {
         };
         self.ready.notify_all();
         if let Some(waker) = waker {
-            super::join::wake_contained(waker);
+            crate::sched::outside::join::wake_contained(waker);
         }
     }
 }
@@ -230,7 +232,7 @@ impl<P: Process> Receiver<P> {
     /// [`RecvTimeoutError::Disconnected`] once closed by shutdown and
     /// drained.
     pub fn recv_timeout(&self, timeout: Duration) -> Result<P::Message, RecvTimeoutError> {
-        let deadline = super::clock::deadline(timeout);
+        let deadline = crate::sched::core::clock::deadline(timeout);
         let mut state = self.inbox.lock();
         loop {
             if let Some(message) = state.queue.pop_front() {
@@ -371,7 +373,7 @@ impl<M> std::error::Error for CallError<M> {}
 impl<P: Process> Scheduler<P> {
     /// [`send`](Scheduler::send), waiting at most `timeout` for room if the
     /// process's mailbox is bounded and full
-    /// ([`Builder::mailbox_capacity`](super::Builder::mailbox_capacity)):
+    /// ([`Builder::mailbox_capacity`](crate::sched::Builder::mailbox_capacity)):
     /// the thread parks until a drain of a full mailbox makes room (no
     /// spinning), then tries again.
     ///
@@ -390,7 +392,7 @@ impl<P: Process> Scheduler<P> {
             done => return done,
         };
         let mut message = Some(message);
-        let deadline = super::clock::deadline(timeout);
+        let deadline = crate::sched::core::clock::deadline(timeout);
         let sent = self.shared.room.wait(deadline, || {
             // Before the reservation: the waiter's half of the meeting
             // with the holder that releases places (`bound.rs`, `Room`).

@@ -1,0 +1,16 @@
+//! The core: the process table and its slots, the run queues, parking, the
+//! phase word, and the clock every transition is stamped with.
+
+pub mod global;
+pub mod idle;
+pub mod phase;
+pub mod slab;
+
+#[cfg(not(loom))]
+pub(crate) mod body;
+#[cfg(not(loom))]
+pub(crate) mod clock;
+#[cfg(not(loom))]
+pub(crate) mod depot;
+#[cfg(not(loom))]
+pub(crate) mod table;

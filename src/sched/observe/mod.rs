@@ -1,0 +1,18 @@
+//! Observing a running scheduler: counters, the process dump, the
+//! execution tracer, the long-step monitor and the embedder's hooks.
+
+pub mod figures;
+pub mod watch;
+
+#[cfg(not(loom))]
+pub(crate) mod dump;
+#[cfg(not(loom))]
+pub(crate) mod hooks;
+#[cfg(not(loom))]
+pub(crate) mod monitor;
+#[cfg(not(loom))]
+pub(crate) mod stats;
+#[cfg(not(loom))]
+pub(crate) mod ticks;
+#[cfg(not(loom))]
+pub(crate) mod trace;
