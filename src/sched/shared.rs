@@ -62,7 +62,7 @@ pub(crate) struct Remote<P: Process> {
     pub(crate) stealer: Stealer<Task<P>>,
     /// Processes woken from outside with affinity to this worker. Its token
     /// lets other workers take from it too, so a worker stuck in a long step
-    /// does not hold them (DESIGN.md trap 6).
+    /// does not hold them (docs/ARCHITECTURE.md, trap 6: a long step).
     pub(crate) inject: GlobalQueue<Task<P>>,
     pub(crate) counters: Counters,
     /// The worker's current step, for the long-step monitor.
@@ -173,7 +173,8 @@ impl<P: Process> Shared<P> {
         // sees the process Ready (and cancels it) and its live count
         // includes it. Without it, a shutdown that ran during `init` could
         // report a clean stop and join its workers before we queue a
-        // process nobody will run (issue 9, defect 2).
+        // process nobody will run (docs/ARCHITECTURE.md, trap 8: check, then
+        // act, across a phase change).
         if !self.phase.admits() {
             let process = self.withdraw(slot).expect("a created process has its body");
             return Err(SpawnError::ShuttingDown(process));

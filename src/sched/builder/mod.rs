@@ -419,8 +419,8 @@ impl<P: Process> Builder<P> {
     /// Perfetto; [`Scheduler::set_tracing`] pauses and resumes recording.
     /// Off by default; off, each event site costs one predictable branch.
     /// On, a step costs two reads of the TSC (where it is invariant, else
-    /// of `Instant`) and one 32-byte record: about 3 ns on a bare
-    /// `Continue` step here, 20 ns on a message round trip. See
+    /// of `Instant`) and one 32-byte record, a small part of a message
+    /// round trip. See
     /// `src/sched/trace.rs`.
     /// `events_per_worker` must be at least 1 and at most 2^32
     /// ([`build`](Builder::build) refuses 0 and more).
@@ -433,9 +433,9 @@ impl<P: Process> Builder<P> {
     /// [`Scheduler::processes`] can report them
     /// ([`ProcessInfo::queued`](crate::sched::ProcessInfo::queued); `None` without
     /// this). Off by default: it costs an atomic read-modify-write per event
-    /// delivered, on the receiving process's slot, which measured 8% of a
-    /// fan-in of 10k replies to one process and 3% of a message round trip
-    /// (`benches/peers`, `fan_out_fan_in` and `ping_pong`).
+    /// delivered, on the receiving process's slot, felt most by a fan-in of
+    /// many replies to one process (`benches/peers`, `fan_out_fan_in` and
+    /// `ping_pong` show it).
     ///
     /// ```
     /// use stepsched::process::{Event, NoCommand, Process, StepOutput};

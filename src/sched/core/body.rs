@@ -83,16 +83,16 @@ impl<P: Process> Extra<P> {
 /// allocates none. 1,024 of 168 bytes (with malloc's header, ~180 KiB) a
 /// worker at most, kept
 /// after a burst, so that a torn-down chain or supervision tree of up to
-/// a thousand frees nothing (with 64, a 1,000-link chain freed 936 parts,
-/// ~200 instructions each under callgrind). Kept by the worker, not by
-/// the slot: a spare pointer in every body grew the slot of a bench's
-/// idle process by a cache line (345 -> 430 bytes), a cost to processes
-/// that use none of this.
+/// a thousand frees nothing (a much smaller cache would free most of a
+/// long chain's parts, a `malloc`/`free` pair each). Kept by the worker,
+/// not by the slot: a spare pointer in every body would grow every slot,
+/// by a cache line for a small process, a cost to processes that use none
+/// of this.
 const SPARE_EXTRAS: usize = 1024;
 
 /// A worker's spare extra parts (see [`SPARE_EXTRAS`]): a `malloc` and a
-/// `free` (~250 instructions together under callgrind, the largest single
-/// cost of closing a linked process) become a push and a pop. Boxes in a
+/// `free` (together the largest single cost of closing a linked
+/// process) become a push and a pop. Boxes in a
 /// `Vec` on purpose: the boxes are what is reused, moved into and out of
 /// bodies.
 #[allow(clippy::vec_box)]

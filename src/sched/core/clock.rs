@@ -1,15 +1,15 @@
 //! [`CoarseClock`]: a millisecond clock that costs a step one load.
 //!
-//! Reading the OS clock (`Instant::now`) costs about 30 ns on our test
-//! machine (a vDSO `clock_gettime` with a TSC clocksource, and more on
-//! virtual machines without one): more than two of the ~13 ns a `Continue`
-//! step costs. So process slots are stamped with this clock instead: one
+//! Reading the OS clock (`Instant::now`) costs tens of nanoseconds (a vDSO
+//! `clock_gettime` with a TSC clocksource, and more on virtual machines
+//! without one): more than two bare `Continue` steps. So process slots are stamped with this clock instead: one
 //! word of milliseconds since the scheduler started, which steps read with
 //! a Relaxed load and which the following refresh:
 //!
 //! - each worker, every 8th `global_queue_interval`-th tick (488) and when
-//!   it wakes from a park: one `Instant` read per 488 ticks, ~0.06 ns a
-//!   tick (every 61 ticks cost a measured 0.5 ns, 4 %, of a bare step);
+//!   it wakes from a park: one `Instant` read per 488 ticks, a negligible
+//!   part of a tick (every 61 ticks it would be a visible part of a bare
+//!   step);
 //! - the long-step monitor, each period, if it runs;
 //! - [`Scheduler::processes`](crate::sched::Scheduler::processes), before it reads.
 //!

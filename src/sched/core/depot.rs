@@ -3,14 +3,13 @@
 //! Every event travels in a mailbox node. A worker keeps a cache of free
 //! nodes, so messages between processes allocate nothing once warm; a
 //! thread outside the workers (`Scheduler::send` and its kin) has none.
-//! Before the depot, each of its sends allocated a node that a worker then
-//! freed: allocation on one thread and release on another, the
-//! allocator's worst pattern (`_int_malloc` was a fifth of the `flood`
-//! bench's samples). Completions and cancels, which have no node cache
-//! either, still allocate: most come from handlers running on a worker,
-//! where the allocator's thread cache is cheaper than a shared lock (with
-//! them through the depot, `deadline_not_hit` of the `timers` bench took
-//! 12% longer).
+//! Without the depot, each of its sends would allocate a node that a worker
+//! then frees: allocation on one thread and release on another, the
+//! allocator's worst pattern (the `flood` bench is made of it).
+//! Completions and cancels, which have no node cache either, still
+//! allocate: most come from handlers running on a worker, where the
+//! allocator's thread cache is cheaper than a shared lock (the `timers`
+//! bench's `deadline_not_hit` is slower with them through the depot).
 //!
 //! The depot is a node cache behind a mutex, and a flag:
 //!

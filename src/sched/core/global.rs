@@ -11,7 +11,8 @@ use crate::padded::CachePadded;
 use crate::sync::{AtomicBool, Ordering};
 
 /// How many items a take moves to the taker's local deque besides the one it
-/// returns (DESIGN.md: "take one, move up to 16 more").
+/// returns (docs/ARCHITECTURE.md, "Where a worker finds work": take one,
+/// move up to 16 more).
 ///
 /// Derivation: a take costs one token CAS and one release store, about one
 /// contended cache-line transfer (~50-100 ns), while a pop costs a few ns.
@@ -46,7 +47,7 @@ pub const BATCH: usize = 16;
 ///
 /// [`GlobalQueue::is_empty`] is the MPSC queue's: a few loads, no lock, no
 /// token, and it reports an item whose push is still mid-link as present
-/// (DESIGN.md trap 4). An exact or even approximate length would cost every
+/// (docs/ARCHITECTURE.md, trap 4: a push half done). An exact or even approximate length would cost every
 /// push one more contended read-modify-write, on a counter every producer
 /// and consumer shares; the scheduler only needs "is there anything", so we
 /// do not pay for it.
@@ -102,8 +103,8 @@ pub enum Take<T> {
     Empty,
     /// Another consumer holds the token; this one did not wait.
     Busy,
-    /// The next item's push is between its swap and its link (DESIGN.md
-    /// trap 4); it becomes takeable as soon as that producer runs.
+    /// The next item's push is between its swap and its link
+    /// (docs/ARCHITECTURE.md, trap 4: a push half done); it becomes takeable as soon as that producer runs.
     Inconsistent,
     /// `first` is the caller's to run; `moved` more went to the sink.
     Taken {
@@ -303,7 +304,8 @@ impl<T> GlobalQueue<T> {
 impl<T> GlobalQueue<T> {
     /// The first half of a push, the claim and the item write, with the
     /// link left to the returned guard: a producer preempted mid-push, for
-    /// tests of the mid-link window (DESIGN.md trap 4).
+    /// tests of the mid-link window (docs/ARCHITECTURE.md, trap 4: a push
+    /// half done).
     pub(crate) fn push_mid_link(&self, item: T) -> crate::mpsc::MidLink<'_, T> {
         self.queue.push_mid_link(item)
     }

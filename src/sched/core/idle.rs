@@ -12,7 +12,7 @@
 //!   `state`, under the `sleepers` lock), `fence(SeqCst)`, then look at every
 //!   queue once more; only if all are empty, wait on its own parker.
 //!
-//! The two fences are the Dekker pattern (DESIGN.md trap 5): in the SeqCst
+//! The two fences are the Dekker pattern (docs/ARCHITECTURE.md, trap 5: a lost wakeup at park): in the SeqCst
 //! order one of them comes first. If the publisher's does, the worker's
 //! re-check sees the work; if the worker's does, the publisher sees the
 //! sleeper and wakes it. Either way no work is left with every worker asleep.
@@ -21,9 +21,10 @@
 //! queues) has its own Release/Acquire, the sleepers list is under its
 //! mutex, and the two SeqCst fences alone order each side's write of its
 //! own word before its read of the other's (the fence-to-fence rule holds
-//! for Relaxed accesses). They were SeqCst, then AcqRel; loom treats SeqCst
-//! accesses as AcqRel, and the ordering-mutation run found every model
-//! passing with each of them weakened, because none carries anything.
+//! for Relaxed accesses). Stronger orderings on the accesses themselves
+//! would carry nothing: loom treats SeqCst accesses as AcqRel, and the
+//! ordering-mutation run finds every model passing with each of them
+//! weakened to Relaxed.
 //! A spinner that stops spinning moves straight to sleeping in the same RMW,
 //! so "someone spins" never hides a worker that is about to sleep without
 //! re-checking.

@@ -1,5 +1,6 @@
 //! The scheduler's phase word, and the Dekker pair that keeps a process
-//! created during shutdown from being lost (issue 9, defect 2).
+//! created during shutdown from being lost (docs/ARCHITECTURE.md, trap 8:
+//! check, then act, across a phase change).
 //!
 //! Phases only move forward: RUNNING, STOPPING (`shutdown` began: no new
 //! processes, cancels sent), FORCING (its timeout passed: every process a
@@ -52,8 +53,9 @@ impl Phase {
         // force, exits); it reads nothing shutdown wrote through it. Where
         // a read must follow a write on the other side, the fences of
         // `advance` and `admits` order it; the workers' exit is joined.
-        // (Was Acquire, paired with `advance`'s Release; the mutation run
-        // and the loom models found nothing that needs them.)
+        // (An Acquire here, paired with a Release in `advance`, would carry
+        // nothing: the ordering-mutation run and the loom models find no
+        // read that needs them.)
         self.0.load(Ordering::Relaxed)
     }
 

@@ -1,12 +1,12 @@
 //! [`Ticks`]: the execution tracer's clock, and [`Calibration`], which
 //! turns its readings into nanoseconds at export.
 //!
-//! `Instant::now` costs about 24-30 ns on our test machine (a vDSO
+//! `Instant::now` costs tens of nanoseconds (a vDSO
 //! `clock_gettime`: a sequence lock, `rdtscp`, then a scale and an offset),
 //! as much as two bare steps. So on x86_64 with an *invariant* TSC (CPUID
 //! leaf `0x8000_0007`, EDX bit 8: the counter runs at one constant rate in
 //! every power state, on every core) the tracer reads the time-stamp
-//! counter itself, `rdtsc` (~10 ns back to back here, and it overlaps with
+//! counter itself, `rdtsc` (cheaper back to back, and it overlaps with
 //! the surrounding work), and records raw ticks. Nothing is converted while
 //! recording. At export, two `(Instant, ticks)` pairs, one taken when the
 //! tracer started and one when the trace is taken, give the tick rate and

@@ -14,7 +14,7 @@
 //! writes with plain stores (no atomics, no cross-core traffic, no
 //! allocation; when full it overwrites its oldest records). A record is 32
 //! bytes: a raw clock reading (see `ticks.rs`: the TSC where it is
-//! invariant, ~10 ns, else an `Instant`, ~30 ns), a [`Kind`] and three
+//! invariant, else an `Instant`), a [`Kind`] and three
 //! numbers. A step is one record: its begin reading is kept in the ring
 //! while the step runs, and the record, with the end reading and how the
 //! step ended, is written when it returns. Events, each beside the counter
@@ -53,7 +53,7 @@
 //! nothing and records nothing. Only a worker that completes *another*,
 //! waiting process's command (a completer handed between processes) takes
 //! it. So the cost of tracing outside threads falls on those threads: an
-//! uncontended lock (~10 ns here) and a clock read per submit or send. The
+//! uncontended lock and a clock read per submit or send. The
 //! shutdown phases are recorded by the thread running `shutdown`, in a list
 //! of their own.
 //!
@@ -230,8 +230,7 @@ impl Ring {
     ///
     /// Never inlined: the call sits behind the worker's `Option` check, and
     /// inlining the clock read and the ring write into the step loop costs
-    /// it registers even when tracing is off (measured: ~30 instructions a
-    /// step more with it inlined).
+    /// it registers even when tracing is off (tens of instructions a step).
     #[inline(never)]
     pub(crate) fn record(&mut self, kind: Kind, a: u64, b: u32) {
         if self.on() {

@@ -43,9 +43,9 @@ fn scheduler() -> Scheduler<Nothing> {
 }
 
 /// A terminate that reaches the slot while it is Ready, before its
-/// creator's first step: the worker it is handed to closes it (it used to
-/// find it Running and panic on `start`'s assertion, which killed the
-/// worker and left the slot stuck), and the receiver learns that nothing
+/// creator's first step: the worker it is handed to closes it (finding it
+/// Running would panic on `start`'s assertion, kill the worker and leave
+/// the slot stuck), and the receiver learns that nothing
 /// more will come.
 #[test]
 fn a_receiver_terminated_before_its_first_step_is_closed_not_left_running() {
@@ -64,9 +64,9 @@ fn a_receiver_terminated_before_its_first_step_is_closed_not_left_running() {
 
 /// A message pushed while the slot is Ready sets no wakeup bit (there is
 /// nothing to set on a queued process): the creator's first step sees it
-/// in the mailbox and hands the slot to a worker, which forwards it. (It
-/// used to park the slot Idle with the message queued and nobody to wake
-/// it.)
+/// in the mailbox and hands the slot to a worker, which forwards it
+/// (rather than park the slot Idle with the message queued and nobody to
+/// wake it).
 #[test]
 fn a_message_sent_before_a_receivers_first_step_is_forwarded() {
     let s = scheduler();

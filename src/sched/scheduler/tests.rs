@@ -50,16 +50,17 @@ fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
     }
 }
 
-/// Issue 9, defect 6. A producer preempted between its swap and its link
+/// docs/ARCHITECTURE.md, trap 12: a transient state is not work. A
+/// producer preempted between its swap and its link
 /// leaves the global queue "not empty" to `is_empty` but untakeable
 /// (`Take::Inconsistent`). Both workers are awake (they were running the
 /// two held steps), so one may spin and the other may not: it goes to park,
-/// its re-check sees the queue non-empty and it withdraws. Before the fix
-/// it went straight back to park, a hot loop through the sleepers lock:
-/// 146,000-193,000 cancelled parks in the 50 ms hold (yielding after each
-/// withdrawal alone still let 6,600-13,000 through). Now a worker yields
-/// after each of its first 16 withdrawals in a row; then, finding nothing
-/// it can take, it backs off asleep until the producer's notify: 32 in all. The bound asserted is a
+/// its re-check sees the queue non-empty and it withdraws. Going straight
+/// back to park would be a hot loop through the sleepers lock (hundreds of
+/// thousands of cancelled parks in the 50 ms hold; yielding after each
+/// withdrawal alone still lets thousands through). A worker yields after
+/// each of its first 16 withdrawals in a row; then, finding nothing it can
+/// take, it backs off asleep until the producer's notify: 32 in all. The bound asserted is a
 /// count, not a time: a slow machine only lowers it. The stalled process
 /// must then run once linked: the back-off loses no wakeup.
 #[test]
@@ -121,16 +122,16 @@ fn a_half_done_push_makes_idle_workers_back_off_not_spin_on_the_sleepers_lock() 
 
 /// A creator withdraws its process (shutdown began during its `init`)
 /// while shutdown, whose scan may have seen it, waits for `live()` to reach
-/// zero and then drains every mailbox (`report_stranded`). `withdraw` used
-/// to pop the slot's mailbox itself, and nothing ordered that pop before
-/// the drain's (`Table::withdraw` gives the live count back with a Relaxed
-/// decrement): two consumers of one mailbox. The two never overlap in time
+/// zero and then drains every mailbox (`report_stranded`). A `withdraw`
+/// that popped the slot's mailbox itself would be a second consumer of one
+/// mailbox, and nothing would order its pop before the drain's
+/// (`Table::withdraw` gives the live count back with a Relaxed decrement). The two never overlap in time
 /// here, but Miri's and TSan's race detectors see the missing
-/// happens-before on the mailbox's `tail`: with the old `withdraw`, Miri
+/// happens-before on the mailbox's `tail`: with such a `withdraw`, Miri
 /// reports "Data race detected" with seeds 1, 2 and 3 (with seed 0 the
 /// withdrawal runs between the scan's push and its notify, whose Acquire
 /// load of the state word then orders it; loom's model is the check that
-/// never misses). Now `withdraw` leaves the
+/// never misses). So `withdraw` leaves the
 /// mailbox to the drain, which reports the message sent to the withdrawn
 /// process once and drops shutdown's own cancel. loom:
 /// `loom-tests/tests/drain.rs`, `creator_withdrawing_as_shutdown_drains_leaves_the_mailbox_to_the_drain`.
@@ -239,8 +240,8 @@ impl Process for Waiter {
 /// A message whose push is mid-link when the completion behind it wakes a
 /// waiting process: the drain stops at the message, the step sees nothing
 /// and waits again, and the message's notify (after its link) does not
-/// wake a Blocked process. The process must still get its completion (it
-/// used to wait for ever), with the message beside it, not before it.
+/// wake a Blocked process. The process must still get its completion
+/// (rather than wait for ever), with the message beside it, not before it.
 #[test]
 fn a_completion_behind_a_message_mid_link_reaches_the_waiting_process() {
     let (tx, completer) = std::sync::mpsc::channel();
@@ -268,7 +269,7 @@ fn a_completion_behind_a_message_mid_link_reaches_the_waiting_process() {
     let mid = slot.events.push_mid_link(envelope, &mut nodes);
     done.succeed(()).unwrap();
     // The completion's step runs and sees nothing past the message: its
-    // process waits again, Idle (the fix) or Blocked (the loss).
+    // process waits again, Idle (right) or Blocked (the loss).
     wait_for("the completion's step", || {
         let steps = (s.processes().iter())
             .find(|p| p.pid == pid)

@@ -22,10 +22,10 @@
 //! it ends, and the waiter's lock with the worker's), so it hides the
 //! orderings a look without one relies on, the closed counts' Release and
 //! Acquire (`table.rs`): those are tested without a wait
-//! (`table/tests.rs`). Before this, a shutdown with any live process
-//! took 1.1 ms or more, the fixed millisecond it slept between looks
-//! (`benches/peers/src/bin/shutdown.rs` measures it beside tokio; the
-//! README's "Measured" has the figures).
+//! (`table/tests.rs`). Being told, rather than sleeping a fixed period
+//! between looks, keeps a shutdown with live processes from costing that
+//! period each time (`benches/peers/src/bin/shutdown.rs` measures it
+//! beside tokio).
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::thread::{self, Thread};
@@ -41,8 +41,8 @@ const FIRST_POLL: Duration = Duration::from_micros(10);
 /// The longest timeout between looks: a look every millisecond once a wait
 /// has lasted that long. Under Miri every 50 ms from the first look, with
 /// no yields: there each look is interpreted, and a grace period the tests
-/// stretch 50 times (`tests/common::ms`) took thousands of looks, most of a
-/// shutdown test's run (14 s of a 15 s test for a 200 ms grace).
+/// stretch 50 times (`tests/common::ms`) would otherwise take thousands of
+/// looks, most of a shutdown test's run.
 const POLL: Duration = Duration::from_millis(if cfg!(miri) { 50 } else { 1 });
 
 /// The thread waiting in `shutdown`, if one is.

@@ -39,8 +39,8 @@ impl<P: Process> Local<P> {
             // Only a body with an extra part whose vector was ever
             // allocated had timers (or a count): its vector is freed only
             // here, and a part is reused only with none. A process that
-            // only monitors or links skips this (measured 1.7 ns of the
-            // ~60 from an end to its watcher's step).
+            // only monitors or links skips this, a visible part of the
+            // path from an end to its watcher's step.
             if body
                 .extra
                 .as_ref()
@@ -134,9 +134,8 @@ impl<P: Process> Local<P> {
             self.shared.forced.fetch_add(1, Ordering::Relaxed);
         }
         // Borrowed where they are, in the extra part: moving them out into
-        // a local copied the whole `Links` on the way from the end to the
-        // watchers (that and the getters' `#[inline]`s: 77.8 -> 70.8 ns
-        // from an end to its watcher's step, README "Measured").
+        // a local would copy the whole `Links` on the way from the end to
+        // the watchers, on the path from an end to its watcher's step.
         if let Some(links) = extra.as_ref().and_then(|e| e.links.as_ref()) {
             self.farewell(slot, pid, links, &outcome);
         }

@@ -1,7 +1,8 @@
 //! The worker loop: find a process, step it (`worker/step.rs`), apply what
 //! the step asked for.
 //!
-//! Where a worker looks for work, in order (DESIGN.md):
+//! Where a worker looks for work, in order (docs/ARCHITECTURE.md, "Where
+//! a worker finds work"):
 //!
 //! 1. every `global_queue_interval`-th tick (61), its inject queue, the
 //!    global queue and the oldest *continue*d process first, so a busy local
@@ -79,9 +80,10 @@ mod warm;
 const RUNNEXT_STREAK: u32 = 61;
 
 /// Every how many global-queue checks (61 ticks each) a worker refreshes
-/// the coarse clock: an `Instant` read costs ~30 ns here, which every 61
-/// ticks added a measured 0.5 ns (4 %) to a bare `Continue` step; every
-/// 488 ticks it is ~0.06 ns, and stamps lag by at most 488 steps.
+/// the coarse clock: an `Instant` read costs tens of nanoseconds, several
+/// bare `Continue` steps; every 61 ticks it would still be a visible part
+/// of a bare step, every 488 ticks it is a negligible one, and stamps lag
+/// by at most 488 steps.
 const CLOCK_ROUNDS: u32 = 8;
 
 /// How many free mailbox nodes a worker keeps, at least: most steps send

@@ -238,8 +238,8 @@ impl<P: Process> Local<P> {
     /// signal on the way from an end to its watcher: a claimed watcher's
     /// links take it as their `receive` would (`Links::receive_down`), and
     /// the `Down` goes straight into its extra part, with no `Signal` or
-    /// `Received` built and matched on the way (measured: 4 ns of the
-    /// ~65 ns from an end to its watcher's step, README "Measured").
+    /// `Received` built and matched on the way (a visible part of the path
+    /// from an end to its watcher's step).
     fn send_down(&mut self, to: Pid, me: Pid, reason: &ExitReason) {
         let handed = self.hand_to_waiting(to, Wake::Completion, (), |_, body, ()| {
             // A process with no links part monitors nothing: the `Down` is
@@ -380,9 +380,9 @@ impl<P: Process> Local<P> {
         let rewait = core::mem::take(&mut extra.rewait);
         if !full {
             if let Some((pid, reason)) = extra.down.take() {
-                // Written where it goes: a plain `push` built the event on
-                // the stack and copied it, which cost a measured 1.3 ns of
-                // the ~65 from an end to its watcher's step.
+                // Written where it goes: a plain `push` would build the
+                // event on the stack and copy it, on the path from an end
+                // to its watcher's step.
                 self.events.reserve(1);
                 let len = self.events.len();
                 // SAFETY: `reserve` made room at `len`; the event is

@@ -84,7 +84,8 @@ fn freed_slots_are_reused_with_a_new_generation() {
     assert_eq!(table.live(), 2);
 }
 
-/// Issue 9, defect 5: a slot reused continuously by one worker must not
+/// docs/ARCHITECTURE.md, trap 11: counters wrap. A slot reused
+/// continuously by one worker must not
 /// wrap its generation back to one a stale PID carries. It is retired
 /// at the last generation and its index is never handed out again.
 #[test]
@@ -134,9 +135,9 @@ fn a_slot_at_its_last_generation_is_retired_not_reused() {
 /// close counted. The closed count's Release store (`remove`) and Acquire
 /// loads (`closed`) order it; x86 never shows the difference, Miri's weak
 /// memory does (the mutation run: `closed.store`'s Release weakened to
-/// Relaxed, seeds 0 to 7). The shutdown tests showed it too, until the
-/// wait's wake-up by a parking worker (`stopping.rs`) began to order the
-/// two on its own in most runs: this test takes the wait out.
+/// Relaxed, seeds 0 to 7). In the shutdown tests the wait's wake-up by a
+/// parking worker (`stopping.rs`) orders the two on its own in most runs:
+/// this test takes the wait out.
 #[test]
 fn whoever_sees_a_close_counted_sees_what_the_closer_did_before() {
     use crate::sync::{AtomicU64, Ordering};
