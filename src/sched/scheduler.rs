@@ -14,7 +14,7 @@ use crate::sched::core::table::{Table, Task};
 use crate::sched::error::{SendError, TerminateError};
 use crate::sched::observe::monitor::{Monitor, MonitorConfig};
 use crate::sched::observe::stats::Counters;
-use crate::sched::observe::trace::{Kind as TraceKind, Trace, Tracing};
+use crate::sched::observe::trace::{Kind as TraceKind, Tracing};
 use crate::sched::outside::join::{JoinCell, JoinHandle, JoinSet, Joiner};
 use crate::sched::shared::{phase, Config, Hooks, Refusal, Remote, Shared};
 use crate::sched::worker::Local;
@@ -506,34 +506,6 @@ impl<P: Process> Scheduler<P> {
         report.worker_panics = shared.worker_panics.load(Ordering::Relaxed);
         *stored = Some(report);
         report
-    }
-
-    /// The execution trace (see [`Builder::trace`]), once the workers have
-    /// exited: call it after [`shutdown`](Scheduler::shutdown). Each worker
-    /// owns its ring while it runs and hands it back when it exits, so
-    /// there is nothing to read before. `None` if tracing is off, before
-    /// shutdown, if a worker is stuck in a step, or if the trace was
-    /// already taken. It calibrates the TSC against the OS clock over the
-    /// whole run, so it sleeps until 10 ms have passed since the build if
-    /// they have not.
-    pub fn trace(&self) -> Option<Trace> {
-        self.shared.trace.as_ref()?.take()
-    }
-
-    /// Pauses (`false`) or resumes (`true`) the execution tracer's
-    /// recording, on every worker and outside thread, from its next event
-    /// (a step already begun is still recorded whole). Returns `false`, and does
-    /// nothing, if the builder did not turn tracing on ([`Builder::trace`]),
-    /// since the rings are allocated at build. A trace with pauses no longer
-    /// matches [`stats`](Scheduler::stats), which counts throughout.
-    pub fn set_tracing(&self, on: bool) -> bool {
-        match &self.shared.trace {
-            Some(tracing) => {
-                tracing.set_enabled(on);
-                true
-            }
-            None => false,
-        }
     }
 
     /// Queues every waiting process so that a worker closes it (FORCING).

@@ -13,6 +13,7 @@ use crate::process::{
 use crate::sched::bound::Room;
 use crate::sched::commands::blocking::{Pool, PoolConfig};
 use crate::sched::commands::handler::Handlers;
+use crate::sched::commands::handler::Job;
 use crate::sched::core::clock::CoarseClock;
 use crate::sched::core::depot::Depot;
 use crate::sched::core::global::GlobalQueue;
@@ -92,7 +93,7 @@ pub(crate) struct Shared<P: Process> {
     pub(crate) handlers: Handlers<P>,
     /// Runs blocking handlers (`blocking.rs`). Its threads hold this `Arc`,
     /// not the shared state.
-    pub(crate) blocking: std::sync::Arc<Pool<P>>,
+    pub(crate) blocking: std::sync::Arc<Pool<Job<P>>>,
     pub(crate) hooks: Hooks<P>,
     /// Outside senders waiting for room in a bounded mailbox (`bound.rs`).
     pub(crate) room: Room,

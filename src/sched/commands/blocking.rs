@@ -79,19 +79,12 @@
 //! (never the scheduler's shared state, except through the completer of the
 //! command it runs), and after its last count it runs no user code.
 
-use crate::process::{panic_message, CommandError, Pid, Process};
-use crate::sched::commands::handler::Completer;
+use crate::process::CommandError;
 use crate::sched::observe::stats::BlockingStats;
-use core::cell::Cell;
 use std::collections::VecDeque;
 use std::io;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
-
-/// A blocking handler, shared by the registration and every queued call.
-pub(crate) type BlockingFn<P> =
-    dyn Fn(<P as Process>::Command, Completer<P>) + Send + Sync + 'static;
 
 /// The default of [`Builder::max_blocking_threads`](crate::sched::Builder::max_blocking_threads),
 /// tokio's.
@@ -118,108 +111,18 @@ pub(crate) struct PoolConfig {
     pub(crate) stack_size: Option<usize>,
 }
 
-/// One command on its way to a blocking handler.
-pub(crate) struct Job<P: Process> {
-    handler: Arc<BlockingFn<P>>,
-    command: P::Command,
-    completer: Completer<P>,
-}
-
-impl<P: Process> Job<P> {
-    pub(crate) fn new(
-        handler: Arc<BlockingFn<P>>,
-        command: P::Command,
-        completer: Completer<P>,
-    ) -> Self {
-        Job {
-            handler,
-            command,
-            completer,
-        }
-    }
-
-    /// Calls the handler, containing its panic (module docs, "Panics").
-    fn run(self) {
-        let Job {
-            handler,
-            command,
-            completer,
-        } = self;
-        let key = (completer.pid(), completer.tag());
-        // Delivers nothing unless completed: used only if the handler
-        // panics while it still holds the completer.
-        let twin = completer.twin();
-        RUNNING.with(|running| running.set(Some(key)));
-        let result = catch_unwind(AssertUnwindSafe(move || handler(command, completer)));
-        RUNNING.with(|running| running.set(None));
-        let deferred = DEFERRED.with(|deferred| deferred.replace(false));
-        // Nothing to hand back to if a completion is refused: the process
-        // has ended, and no one waits for it.
-        match result {
-            Err(payload) => {
-                let message = panic_message(&*payload);
-                drop_contained(payload);
-                if deferred {
-                    let _ = twin.complete(Err(CommandError::Panicked(message)));
-                }
-            }
-            // The handler caught a panic of its own that dropped the
-            // completer: it still must not go unanswered.
-            Ok(()) if deferred => {
-                let message = "the handler panicked holding the completer".to_owned();
-                let _ = twin.complete(Err(CommandError::Panicked(message)));
-            }
-            Ok(()) => {}
-        }
-    }
-
-    /// Completes the command with `error` without running it. The command
-    /// is dropped first, contained: its `Drop` is the embedder's code, and
-    /// this runs on a worker or on the thread shutting down.
-    fn refuse(self, error: CommandError) {
-        let Job {
-            command, completer, ..
-        } = self;
-        if let Err(payload) = catch_unwind(AssertUnwindSafe(move || drop(command))) {
-            drop_contained(payload);
-        }
-        let _ = completer.complete(Err(error));
-    }
-}
-
-/// Drops a panic payload whose own `Drop` may panic (leaking the second).
-fn drop_contained(payload: Box<dyn std::any::Any + Send>) {
-    if let Err(again) = catch_unwind(AssertUnwindSafe(move || drop(payload))) {
-        core::mem::forget(again);
-    }
-}
-
-std::thread_local! {
-    /// On a pool thread, while a handler runs: its command's PID and tag.
-    static RUNNING: Cell<Option<(Pid, u64)>> = const { Cell::new(None) };
-    /// Set by [`defer_panicked`]: the running command's completer was
-    /// dropped by a panic's unwinding, and the pool completes it.
-    static DEFERRED: Cell<bool> = const { Cell::new(false) };
-}
-
-/// Called by a [`Completer`] dropped without completing while its thread
-/// panics: whether the pool takes the completion over (true only on the
-/// pool thread that runs that very command's handler), so that it can
-/// carry the panic's message, which the drop cannot see. Elsewhere (a
-/// worker, the embedder's own threads) the completer delivers as usual.
-pub(crate) fn defer_panicked(pid: Pid, tag: u64) -> bool {
-    let ours = RUNNING
-        .try_with(|running| running.get() == Some((pid, tag)))
-        .unwrap_or(false);
-    if ours {
-        DEFERRED.with(|deferred| deferred.set(true));
-    }
-    ours
+/// What the pool runs: one command for a blocking handler (the commands
+/// room's job). The pool knows only these two ways to end one.
+pub(crate) trait Run: Send + 'static {
+    /// Runs the command on this pool thread; contains the handler's panic.
+    fn run(self);
+    /// Completes the command with `error` without running it.
+    fn refuse(self, error: CommandError);
 }
 
 /// The pool. See the [module docs](self).
-pub(crate) struct Pool<P: Process> {
-    state: Mutex<State<P>>,
+pub(crate) struct Pool<J: Run> {
+    state: Mutex<State<J>>,
     /// Idle threads wait here for a command, their keep-alive or the close.
     work: Condvar,
     /// [`Pool::finish`] waits here, once closed, for handlers to return and
@@ -229,8 +132,8 @@ pub(crate) struct Pool<P: Process> {
 }
 
 /// Everything under the pool's lock (counts: module docs).
-struct State<P: Process> {
-    queue: VecDeque<Job<P>>,
+struct State<J> {
+    queue: VecDeque<J>,
     threads: usize,
     running: usize,
     idle: usize,
@@ -250,7 +153,7 @@ pub(crate) struct Finished {
     pub(crate) abandoned: usize,
 }
 
-impl<P: Process> Pool<P> {
+impl<J: Run> Pool<J> {
     pub(crate) fn new(config: PoolConfig) -> Self {
         Pool {
             state: Mutex::new(State {
@@ -268,7 +171,7 @@ impl<P: Process> Pool<P> {
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, State<P>> {
+    fn lock(&self) -> MutexGuard<'_, State<J>> {
         // No user code runs under the lock, so it is never poisoned by
         // one; if it were, the counts are still whole (each update is a
         // plain field write).
@@ -280,7 +183,7 @@ impl<P: Process> Pool<P> {
     /// thread that is done. Never waits for a handler. After
     /// [`close`](Pool::close), completes it with
     /// [`CommandError::Cancelled`] instead.
-    pub(crate) fn submit(self: &Arc<Self>, job: Job<P>) {
+    pub(crate) fn submit(self: &Arc<Self>, job: J) {
         let mut state = self.lock();
         if state.closed {
             state.cancelled += 1;
@@ -325,7 +228,7 @@ impl<P: Process> Pool<P> {
         if state.threads > 0 {
             return;
         }
-        let stranded: Vec<Job<P>> = state.queue.drain(..).collect();
+        let stranded: Vec<J> = state.queue.drain(..).collect();
         drop(state);
         for job in stranded {
             let why = format!("no thread could be started for a blocking handler: {error}");
@@ -408,10 +311,10 @@ impl<P: Process> Pool<P> {
 
     fn wait_while<'a>(
         &'a self,
-        mut state: MutexGuard<'a, State<P>>,
+        mut state: MutexGuard<'a, State<J>>,
         deadline: Instant,
-        waiting: impl Fn(&State<P>) -> bool,
-    ) -> MutexGuard<'a, State<P>> {
+        waiting: impl Fn(&State<J>) -> bool,
+    ) -> MutexGuard<'a, State<J>> {
         while waiting(&state) {
             let now = Instant::now();
             if now >= deadline {

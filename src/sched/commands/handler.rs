@@ -7,12 +7,14 @@
 //! goes on.
 
 use crate::process::state::Wake;
-use crate::process::{CommandError, Event, Pid, Process};
-use crate::sched::commands::blocking::{self, BlockingFn, Job};
+use crate::process::{panic_message, CommandError, Event, Pid, Process};
+use crate::sched::commands::blocking::Run;
 use crate::sched::error::CompleteError;
 use crate::sched::observe::trace::Kind as TraceKind;
 use crate::sched::shared::Shared;
+use core::cell::Cell;
 use core::fmt;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 /// A command handler: takes the command and the completer for its tag.
@@ -190,7 +192,7 @@ impl<P: Process> Drop for Completer<P> {
     fn drop(&mut self) {
         if !self.done {
             let error = if std::thread::panicking() {
-                if blocking::defer_panicked(self.pid, self.tag) {
+                if defer_panicked(self.pid, self.tag) {
                     return; // the pool completes it, with the panic's message
                 }
                 CommandError::Panicked("the handler panicked holding the completer".to_owned())
@@ -211,4 +213,110 @@ impl<P: Process> fmt::Debug for Completer<P> {
             .field("tag", &self.tag)
             .finish_non_exhaustive()
     }
+}
+
+/// A blocking handler, shared by the registration and every queued call.
+pub(crate) type BlockingFn<P> =
+    dyn Fn(<P as Process>::Command, Completer<P>) + Send + Sync + 'static;
+
+/// One command on its way to a blocking handler.
+pub(crate) struct Job<P: Process> {
+    handler: Arc<BlockingFn<P>>,
+    command: P::Command,
+    completer: Completer<P>,
+}
+
+impl<P: Process> Job<P> {
+    pub(crate) fn new(
+        handler: Arc<BlockingFn<P>>,
+        command: P::Command,
+        completer: Completer<P>,
+    ) -> Self {
+        Job {
+            handler,
+            command,
+            completer,
+        }
+    }
+}
+
+impl<P: Process> Run for Job<P> {
+    /// Calls the handler, containing its panic (the blocking pool's docs,
+    /// "Panics").
+    fn run(self) {
+        let Job {
+            handler,
+            command,
+            completer,
+        } = self;
+        let key = (completer.pid(), completer.tag());
+        // Delivers nothing unless completed: used only if the handler
+        // panics while it still holds the completer.
+        let twin = completer.twin();
+        RUNNING.with(|running| running.set(Some(key)));
+        let result = catch_unwind(AssertUnwindSafe(move || handler(command, completer)));
+        RUNNING.with(|running| running.set(None));
+        let deferred = DEFERRED.with(|deferred| deferred.replace(false));
+        // Nothing to hand back to if a completion is refused: the process
+        // has ended, and no one waits for it.
+        match result {
+            Err(payload) => {
+                let message = panic_message(&*payload);
+                drop_contained(payload);
+                if deferred {
+                    let _ = twin.complete(Err(CommandError::Panicked(message)));
+                }
+            }
+            // The handler caught a panic of its own that dropped the
+            // completer: it still must not go unanswered.
+            Ok(()) if deferred => {
+                let message = "the handler panicked holding the completer".to_owned();
+                let _ = twin.complete(Err(CommandError::Panicked(message)));
+            }
+            Ok(()) => {}
+        }
+    }
+
+    /// Completes the command with `error` without running it. The command
+    /// is dropped first, contained: its `Drop` is the embedder's code, and
+    /// this runs on a worker or on the thread shutting down.
+    fn refuse(self, error: CommandError) {
+        let Job {
+            command, completer, ..
+        } = self;
+        if let Err(payload) = catch_unwind(AssertUnwindSafe(move || drop(command))) {
+            drop_contained(payload);
+        }
+        let _ = completer.complete(Err(error));
+    }
+}
+
+/// Drops a panic payload whose own `Drop` may panic (leaking the second).
+fn drop_contained(payload: Box<dyn std::any::Any + Send>) {
+    if let Err(again) = catch_unwind(AssertUnwindSafe(move || drop(payload))) {
+        core::mem::forget(again);
+    }
+}
+
+std::thread_local! {
+    /// On a pool thread, while a handler runs: its command's PID and tag.
+    static RUNNING: Cell<Option<(Pid, u64)>> = const { Cell::new(None) };
+    /// Set by [`defer_panicked`]: the running command's completer was
+    /// dropped by a panic's unwinding, and the pool completes it.
+    static DEFERRED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Called by a [`Completer`] dropped without completing while its thread
+/// panics: whether the pool takes the completion over (true only on the
+/// pool thread that runs that very command's handler), so that it can
+/// carry the panic's message, which the drop cannot see. Elsewhere (a
+/// worker, the embedder's own threads) the completer delivers as usual.
+pub(crate) fn defer_panicked(pid: Pid, tag: u64) -> bool {
+    let ours = RUNNING
+        .try_with(|running| running.get() == Some((pid, tag)))
+        .unwrap_or(false);
+    if ours {
+        DEFERRED.with(|deferred| deferred.set(true));
+    }
+    ours
 }

@@ -35,11 +35,7 @@
 //! holds.
 
 use crate::process::state::Lifecycle;
-use crate::process::{Pid, Process};
-use crate::sched::links::unpack_counts;
-use crate::sched::observe::figures::Entry;
-use crate::sched::scheduler::Scheduler;
-use crate::sync::Ordering;
+use crate::process::Pid;
 use std::time::Duration;
 
 /// One live process, as seen by [`Scheduler::processes`].
@@ -90,77 +86,4 @@ pub struct ProcessInfo {
     /// timeouts, not yet fired nor cancelled (`send_after` messages to it
     /// are not counted). As of its last step.
     pub timers: u32,
-}
-
-impl<P: Process> Scheduler<P> {
-    /// A snapshot of every live process, in PID index order.
-    ///
-    /// It reads only atomics, so it neither stops the workers nor waits for
-    /// them, and it may be called from any thread, as often as wanted (it
-    /// costs a scan of the process table). Each entry is consistent with
-    /// itself but read at its own moment; a process that ends during the
-    /// scan may be missing, one that starts may or may not be listed.
-    /// An entry's `queued` may be momentarily high while events are being
-    /// pushed or drained (see [`ProcessInfo::queued`]).
-    ///
-    /// ```
-    /// # use stepsched::process::{Event, NoCommand, Process, StepOutput};
-    /// # struct Sleeper;
-    /// # impl Process for Sleeper {
-    /// #     type Input = (); type Message = (); type Command = NoCommand;
-    /// #     type Reply = (); type Output = (); type Error = ();
-    /// #     fn init(&mut self, _: &str, _: ()) -> Result<(), ()> { Ok(()) }
-    /// #     fn step(&mut self, _: &mut Vec<Event<Self>>, _: &mut StepOutput<'_, Self>) -> Result<(), ()> {
-    /// #         Ok(()) // idle until a message comes
-    /// #     }
-    /// # }
-    /// use stepsched::sched::Scheduler;
-    ///
-    /// let scheduler = Scheduler::builder().workers(1).build().unwrap();
-    /// let pid = scheduler.submit(Sleeper, "sleep", ()).unwrap();
-    /// let dump = scheduler.processes();
-    /// assert_eq!(dump.len(), 1);
-    /// assert_eq!(dump[0].pid, pid);
-    /// for p in &dump {
-    ///     println!("{} {:?} steps={} worker={:?} for {:?} queued={:?}",
-    ///              p.pid, p.state, p.steps, p.last_worker, p.since_change, p.queued);
-    /// }
-    /// ```
-    pub fn processes(&self) -> Vec<ProcessInfo> {
-        let shared = &*self.shared;
-        let now = shared.clock.refresh();
-        let workers = shared.remotes.len();
-        let mut dump = Vec::with_capacity(shared.table.live());
-        for slot in shared.table.slots() {
-            let counts = shared.config.count_queued.then_some(&slot.counts);
-            // The link counts are read between two state words of one
-            // generation (the first here, the second in `Entry::read`).
-            let before = slot.state.load().generation();
-            // Relaxed: a figure (see `Slot::link_counts`), read before the
-            // entry; it may lag the process.
-            let link_counts = slot.link_counts.load(Ordering::Relaxed);
-            // The incarnation rule for the other figures is in `Entry::read`
-            // (`figures.rs`).
-            let Some(entry) = Entry::read(&slot.state, &slot.figures, &slot.timers, counts) else {
-                continue;
-            };
-            if entry.state.generation() != before {
-                continue;
-            }
-            let (monitors, monitored_by, links) = unpack_counts(link_counts);
-            dump.push(ProcessInfo {
-                pid: Pid::new(slot.index(), entry.state.generation()),
-                state: entry.state.lifecycle(),
-                steps: entry.steps,
-                last_worker: entry.last_worker.map(|worker| worker % workers),
-                since_change: Duration::from_millis(now.saturating_sub(entry.changed_at)),
-                queued: entry.queued,
-                monitors,
-                monitored_by,
-                links,
-                timers: entry.timers,
-            });
-        }
-        dump
-    }
 }

@@ -5,6 +5,8 @@ pub mod figures;
 pub mod watch;
 
 #[cfg(not(loom))]
+mod api;
+#[cfg(not(loom))]
 pub(crate) mod dump;
 #[cfg(not(loom))]
 pub(crate) mod hooks;

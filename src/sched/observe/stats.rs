@@ -1,7 +1,5 @@
 //! Counters each worker keeps about itself, and the [`Stats`] snapshot.
 
-use crate::process::Process;
-use crate::sched::scheduler::Scheduler;
 use crate::sync::{AtomicU64, Ordering};
 use core::fmt;
 
@@ -174,38 +172,6 @@ pub struct Stats {
     pub blocking: BlockingStats,
     /// Timers, summed over the workers.
     pub timers: TimerStats,
-}
-
-// `Scheduler::stats` lives here, beside what it reads.
-impl<P: Process> Scheduler<P> {
-    /// A snapshot of the scheduler's counters.
-    pub fn stats(&self) -> Stats {
-        let shared = &*self.shared;
-        let (spinning, sleeping) = shared.idle.counts();
-        // Relaxed loads throughout: each counter is exact on its own; the
-        // snapshot does not promise one instant (see `Stats`).
-        Stats {
-            workers: shared
-                .remotes
-                .iter()
-                .map(|r| r.counters.snapshot(r.stealer.len()))
-                .collect(),
-            live: shared.table.live(),
-            submitted: shared.submitted.load(Ordering::Relaxed),
-            completed: shared.table.closed(),
-            undelivered: shared.undelivered.load(Ordering::Relaxed),
-            unknown_tags: shared.unknown_tags.load(Ordering::Relaxed),
-            hook_panics: shared.hooks.panics(),
-            worker_panics: shared.worker_panics.load(Ordering::Relaxed),
-            outside_node_allocations: shared.depot.misses(),
-            retired_slots: shared.table.retired(),
-            global_queue_nonempty: !shared.global.is_empty(),
-            spinning,
-            sleeping,
-            blocking: shared.blocking.stats(),
-            timers: TimerStats::sum(shared.remotes.iter().map(|r| &r.counters)),
-        }
-    }
 }
 
 impl Stats {

@@ -1,7 +1,22 @@
 //! The timing wheel's entries (`wheel.rs`): one timer's 36 bytes, and the
 //! slab of fixed chunks that holds them.
 
-use super::wheel::{TimerKind, NIL};
+/// No entry: the end of a list, or of the free chain.
+pub(super) const NIL: u32 = u32::MAX;
+
+/// What an entry asks for when it fires.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum TimerKind {
+    /// `StepOutput::wake_after`/`wake_at`: deliver `Event::Timer { tag }`.
+    Timer = 0,
+    /// `StepOutput::yield_command_timeout`: deliver a `TimedOut`
+    /// completion of command `tag`.
+    Timeout = 1,
+    /// `Scheduler::send_after`: deliver the message stored at index `tag`
+    /// of the wheel's message slab.
+    Send = 2,
+}
 
 /// One timer: 36 bytes. `packed(4)` and the list and kind folded into
 /// the deadline's word keep it under 40 (with a 24-byte record in the
@@ -124,8 +139,7 @@ impl core::ops::IndexMut<usize> for Entries {
 
 #[cfg(test)]
 mod tests {
-    use super::{Entries, Entry, CHUNK};
-    use crate::sched::timer::wheel::TimerKind;
+    use super::{Entries, Entry, TimerKind, CHUNK};
 
     /// Entries keep their place and value as the slab grows past chunk
     /// boundaries, and nothing beyond its length is reachable.

@@ -31,7 +31,8 @@
 //! links, generation), in a slab of fixed chunks (`entry.rs`) that never
 //! shrinks.
 
-use super::entry::{Entries, Entry};
+pub use super::entry::TimerKind;
+use super::entry::{Entries, Entry, NIL};
 
 /// Nanoseconds per tick, as a shift: 2^14 ns = 16.384 µs. Fine enough that
 /// rounding a deadline up to a tick adds at most 16 µs (a third of Linux's
@@ -55,25 +56,10 @@ const HORIZON: u64 = 1 << (LEVEL_BITS * LEVELS as u32);
 /// current slot (where it would look due at once and be re-placed there
 /// forever); it is re-placed when its slot comes up.
 const FURTHEST: u64 = HORIZON - (HORIZON >> LEVEL_BITS);
-pub(super) const NIL: u32 = u32::MAX;
 /// `Entry::list` of a free entry.
 const FREE: u16 = 1023;
 /// `Entry::list` of an entry in the due list.
 const DUE: u16 = 1022;
-
-/// What an entry asks for when it fires.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u8)]
-pub enum TimerKind {
-    /// `StepOutput::wake_after`/`wake_at`: deliver `Event::Timer { tag }`.
-    Timer = 0,
-    /// `StepOutput::yield_command_timeout`: deliver a `TimedOut`
-    /// completion of command `tag`.
-    Timeout = 1,
-    /// `Scheduler::send_after`: deliver the message stored at index `tag`
-    /// of the wheel's message slab.
-    Send = 2,
-}
 
 /// Names one entry: its slab index and generation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
