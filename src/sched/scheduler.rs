@@ -6,19 +6,22 @@ use crate::process::state::{Lifecycle, Notify, Wake};
 use crate::process::{Cancel, Event, Hosts, Kind, Pid, Process, SpawnError, SpawnOptions};
 use crate::sched::builder::Builder;
 use crate::sched::commands::blocking::Pool;
+use crate::sched::commands::handler::Commands;
 use crate::sched::commands::handler::Handlers;
 use crate::sched::core::clock::CoarseClock;
 use crate::sched::core::global::GlobalQueue;
 use crate::sched::core::idle::Idle;
+use crate::sched::core::shared::{Core, Remote};
 use crate::sched::core::table::{Table, Task};
 use crate::sched::error::{SendError, TerminateError};
 use crate::sched::observe::monitor::{Monitor, MonitorConfig};
 use crate::sched::observe::stats::Counters;
+use crate::sched::observe::stats::Totals;
 use crate::sched::observe::trace::{Kind as TraceKind, Tracing};
 use crate::sched::outside::join::{JoinCell, JoinHandle, JoinSet, Joiner};
-use crate::sched::shared::{phase, Config, Hooks, Refusal, Remote, Shared};
+use crate::sched::shared::{phase, Config, Hooks, Refusal, Shared};
 use crate::sched::worker::Local;
-use crate::sync::{AtomicU64, Ordering};
+use crate::sync::Ordering;
 use core::fmt;
 use std::io;
 use std::sync::{Arc, Mutex};
@@ -143,26 +146,23 @@ impl<P: Process> Scheduler<P> {
             })
             .collect();
         let shared = Arc::new(Shared {
-            remotes,
-            global: GlobalQueue::new(),
-            idle: Idle::new(config.workers),
-            handlers,
-            blocking,
+            commands: Commands { handlers, blocking },
             hooks,
-            room: crate::sched::bound::Room::new(),
-            depot: CachePadded(crate::sched::core::depot::Depot::new()),
-            config,
-            phase: crate::sched::core::phase::Phase::new(),
-            submitted: AtomicU64::new(0),
-            undelivered: AtomicU64::new(0),
-            unknown_tags: AtomicU64::new(0),
-            forced: AtomicU64::new(0),
-            worker_panics: AtomicU64::new(0),
-            stopping: crate::sched::shutdown::stopping::Stopping::new(),
-            clock: CoarseClock::new(),
+            totals: Totals::default(),
             trace,
+            room: crate::sched::bound::Room::new(),
             timers: crate::sched::timer::Timers::new(config_workers),
-            table: Table::new(config_workers, max_processes),
+            stopping: crate::sched::shutdown::stopping::Stopping::new(),
+            core: Core {
+                remotes,
+                global: GlobalQueue::new(),
+                idle: Idle::new(config.workers),
+                depot: CachePadded(crate::sched::core::depot::Depot::new()),
+                phase: crate::sched::core::phase::Phase::new(),
+                clock: CoarseClock::new(),
+                table: Table::new(config_workers, max_processes),
+            },
+            config,
         });
         let scheduler = Scheduler {
             shared: Arc::clone(&shared),
@@ -192,7 +192,7 @@ impl<P: Process> Scheduler<P> {
 
     /// The number of worker threads.
     pub fn workers(&self) -> usize {
-        self.shared.remotes.len()
+        self.shared.core.remotes.len()
     }
 
     /// Starts a process: runs `init(method, input)` on this thread, then
@@ -299,10 +299,10 @@ impl<P: Process> Scheduler<P> {
         let slot = shared.create(process, method, input, joiner, options, None)?;
         let pid = slot.pid();
         // Relaxed: a statistic.
-        shared.submitted.fetch_add(1, Ordering::Relaxed);
+        shared.totals.submitted.fetch_add(1, Ordering::Relaxed);
         shared.trace_outside(TraceKind::Submit, pid, 0, 0);
-        shared.global.push(Task::new(slot));
-        shared.idle.notify_one();
+        shared.core.global.push(Task::new(slot));
+        shared.core.idle.notify_one();
         Ok(pid)
     }
 
@@ -313,7 +313,7 @@ impl<P: Process> Scheduler<P> {
     /// [`SendError`] hands the message back: no such process, it has
     /// finished, or the scheduler is shutting down.
     pub fn send(&self, to: Pid, message: P::Message) -> Result<(), SendError<P::Message>> {
-        if self.shared.phase() != phase::RUNNING {
+        if self.shared.core.phase() != phase::RUNNING {
             return Err(SendError::ShuttingDown(message));
         }
         let shared = &*self.shared;
@@ -346,7 +346,7 @@ impl<P: Process> Scheduler<P> {
 
     /// The number of live processes.
     pub fn live(&self) -> usize {
-        self.shared.table.live()
+        self.shared.core.table.live()
     }
 
     /// Stops the scheduler: refuses new processes and messages, sends
@@ -383,8 +383,8 @@ impl<P: Process> Scheduler<P> {
         }
         let shared = &*self.shared;
         let deadline = crate::sched::core::clock::deadline(timeout);
-        let completed_before = shared.table.closed();
-        shared.set_phase(phase::STOPPING);
+        let completed_before = shared.core.table.closed();
+        shared.core.set_phase(phase::STOPPING);
         shared.trace_phase("stopping");
         let mut report = ShutdownReport::default();
         // With no grace the cancels are skipped: a step could see one only
@@ -396,7 +396,7 @@ impl<P: Process> Scheduler<P> {
         // `forced_scan_racing_a_withdraw_never_queues_the_withdrawn_process`).
         let brutal = timeout.is_zero();
         if !brutal {
-            for slot in shared.table.slots() {
+            for slot in shared.core.table.slots() {
                 let state = slot.state.load();
                 if matches!(state.lifecycle(), Lifecycle::Free | Lifecycle::Complete) {
                     continue;
@@ -410,7 +410,7 @@ impl<P: Process> Scheduler<P> {
         }
         // After the cancels, so that a process usually sees its cancelled
         // commands in the same step as its `Cancel::Shutdown`.
-        shared.blocking.close();
+        shared.commands.blocking.close();
         // Decided on what the wait saw, not on a second look: once the
         // cancels are out, `live()` counts a creator racing the shutdown
         // (`Shared::create`) from its insert until it withdraws, so a later
@@ -423,10 +423,10 @@ impl<P: Process> Scheduler<P> {
         // (With a zero timeout the deadline has passed: one look.)
         if !shared
             .stopping
-            .wait_until(deadline, || shared.table.live() == 0)
+            .wait_until(deadline, || shared.core.table.live() == 0)
         {
             report.timed_out = true;
-            shared.set_phase(phase::FORCING);
+            shared.core.set_phase(phase::FORCING);
             shared.trace_phase("forcing");
             self.close_waiting();
             // Running steps end on their own; give them as long again, and
@@ -435,16 +435,16 @@ impl<P: Process> Scheduler<P> {
             // loaded machine 10,000 queued closes can outlast a short grace).
             let mut grace =
                 crate::sched::core::clock::deadline(timeout.max(Duration::from_millis(100)));
-            left = shared.table.live();
+            left = shared.core.table.live();
             loop {
                 if shared
                     .stopping
-                    .wait_until(grace, || shared.table.live() == 0)
+                    .wait_until(grace, || shared.core.table.live() == 0)
                 {
                     left = 0;
                     break;
                 }
-                let now = shared.table.live();
+                let now = shared.core.table.live();
                 if now >= left {
                     left = now;
                     break;
@@ -457,20 +457,20 @@ impl<P: Process> Scheduler<P> {
         // counts, Released by `Table::remove`) saw counted was preceded by
         // its `forced` increment; if `live()` did not reach zero, `stuck`
         // says so and the counts may still move.
-        report.forced = shared.forced.load(Ordering::Relaxed) as usize;
-        let ended = (shared.table.closed() - completed_before) as usize;
+        report.forced = shared.totals.forced.load(Ordering::Relaxed) as usize;
+        let ended = (shared.core.table.closed() - completed_before) as usize;
         report.completed = ended.saturating_sub(report.forced);
         // What the waits last saw: a step that never returned keeps its
         // process live.
         report.stuck = left;
         // Processes are done with (or stuck); a blocking handler may still
         // run, and gets what is left of the timeout.
-        let pool = shared.blocking.finish(deadline);
+        let pool = shared.commands.blocking.finish(deadline);
         report.blocking_cancelled = pool.cancelled;
         report.blocking_abandoned = pool.abandoned;
-        shared.set_phase(phase::EXITING);
+        shared.core.set_phase(phase::EXITING);
         shared.trace_phase("exiting");
-        shared.idle.wake_all();
+        shared.core.idle.wake_all();
         // The monitor never waits for a worker, so it stops even when a
         // step is stuck.
         let monitor = self
@@ -503,7 +503,7 @@ impl<P: Process> Scheduler<P> {
         report.timers_cancelled = by_close as usize + shared.close_timers();
         // Relaxed: a statistic; the joins above order the workers' counts
         // (and a stuck worker's may still move).
-        report.worker_panics = shared.worker_panics.load(Ordering::Relaxed);
+        report.worker_panics = shared.totals.worker_panics.load(Ordering::Relaxed);
         *stored = Some(report);
         report
     }
@@ -511,14 +511,14 @@ impl<P: Process> Scheduler<P> {
     /// Queues every waiting process so that a worker closes it (FORCING).
     fn close_waiting(&self) {
         let shared = &*self.shared;
-        for slot in shared.table.slots() {
+        for slot in shared.core.table.slots() {
             let generation = slot.state.load().generation();
             if slot.state.terminate(generation) == Notify::Schedule {
-                slot.stamp(shared.clock.now());
-                shared.schedule_remote(Task::new(slot));
+                slot.stamp(shared.core.clock.now());
+                shared.core.schedule_remote(Task::new(slot));
             }
         }
-        shared.idle.wake_all();
+        shared.core.idle.wake_all();
     }
 
     /// Starts a process of one [kind](crate::process::Kind) of `P`:

@@ -1,38 +1,31 @@
-//! State shared by the [`Scheduler`](crate::sched::Scheduler) handle, its workers
-//! and every [`Completer`](crate::sched::Completer): the process table, the run
-//! queues, the idle protocol, handlers (and the blocking pool) and hooks,
-//! and the delivery path.
+//! State shared by the [`Scheduler`](crate::sched::Scheduler) handle, its
+//! workers and every [`Completer`](crate::sched::Completer): the core's part
+//! (`core/shared.rs`: the run queues, the idle protocol, the phase, the
+//! process table) and each room's own, and the delivery path
+//! (`shared/deliver.rs`).
 
-use crate::deque::Stealer;
 use crate::mpsc::NodeCache;
-use crate::padded::CachePadded;
 use crate::process::state::{Lifecycle, Notify, Wake};
 use crate::process::{
     panic_message, Event, Pid, Process, ProcessError, SpawnError, SpawnOptions, Spawner,
 };
 use crate::sched::bound::Room;
-use crate::sched::commands::blocking::{Pool, PoolConfig};
-use crate::sched::commands::handler::Handlers;
-use crate::sched::commands::handler::Job;
-use crate::sched::core::clock::CoarseClock;
-use crate::sched::core::depot::Depot;
-use crate::sched::core::global::GlobalQueue;
-use crate::sched::core::idle::Idle;
-use crate::sched::core::table::{Envelope, FreeCache, Item, Occupant, Slot, Table, Task};
+use crate::sched::commands::blocking::PoolConfig;
+use crate::sched::commands::handler::Commands;
+use crate::sched::core::shared::Core;
+use crate::sched::core::table::{Envelope, FreeCache, Item, Occupant, Slot, Task};
 use crate::sched::error::TerminateError;
 use crate::sched::links::Signal;
-use crate::sched::observe::stats::Counters;
+use crate::sched::observe::stats::Totals;
 use crate::sched::observe::trace::{Kind as TraceKind, Tracing};
-use crate::sched::observe::watch::StepWatch;
-use crate::sched::timer::Firing;
-use crate::sync::{AtomicU64, Ordering};
+use crate::sched::outside::join::Joiner;
+use crate::sched::shutdown::stopping::Stopping;
+use crate::sched::timer::{Firing, Timers};
+use crate::sync::Ordering;
 use core::cell::RefCell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use crate::sched::outside::join::Joiner;
-
 pub(crate) use crate::sched::core::phase;
-use crate::sched::core::phase::Phase;
 pub(crate) use crate::sched::observe::hooks::Hooks;
 
 /// Tuning, fixed at build time.
@@ -58,18 +51,6 @@ pub(crate) struct Config {
     pub(crate) blocking: PoolConfig,
 }
 
-/// What a worker exposes to the others.
-pub(crate) struct Remote<P: Process> {
-    pub(crate) stealer: Stealer<Task<P>>,
-    /// Processes woken from outside with affinity to this worker. Its token
-    /// lets other workers take from it too, so a worker stuck in a long step
-    /// does not hold them (docs/ARCHITECTURE.md, trap 6: a long step).
-    pub(crate) inject: GlobalQueue<Task<P>>,
-    pub(crate) counters: Counters,
-    /// The worker's current step, for the long-step monitor.
-    pub(crate) watch: CachePadded<StepWatch>,
-}
-
 /// Why an event was refused before it was queued.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Refusal {
@@ -87,51 +68,28 @@ impl Refusal {
 }
 
 pub(crate) struct Shared<P: Process> {
-    pub(crate) remotes: Box<[Remote<P>]>,
-    pub(crate) global: GlobalQueue<Task<P>>,
-    pub(crate) idle: Idle,
-    pub(crate) handlers: Handlers<P>,
-    /// Runs blocking handlers (`blocking.rs`). Its threads hold this `Arc`,
-    /// not the shared state.
-    pub(crate) blocking: std::sync::Arc<Pool<Job<P>>>,
-    pub(crate) hooks: Hooks<P>,
-    /// Outside senders waiting for room in a bounded mailbox (`bound.rs`).
-    pub(crate) room: Room,
-    /// Free mailbox nodes for senders outside the workers (`depot.rs`).
-    /// Padded: outside senders write its line on every send, and `phase`
-    /// is read on every delivery.
-    pub(crate) depot: CachePadded<Depot<Envelope<P>>>,
+    /// Tuning, fixed at build time.
     pub(crate) config: Config,
-    pub(crate) phase: Phase,
-    pub(crate) submitted: AtomicU64,
-    pub(crate) undelivered: AtomicU64,
-    pub(crate) unknown_tags: AtomicU64,
-    pub(crate) forced: AtomicU64,
-    /// Internal panics contained on the workers (`worker/contain.rs`).
-    pub(crate) worker_panics: AtomicU64,
-    /// The thread waiting in `shutdown` for the processes to end.
-    pub(crate) stopping: crate::sched::shutdown::stopping::Stopping,
-    /// Stamps process slots at each transition (see `clock.rs`).
-    pub(crate) clock: CoarseClock,
+    /// Command handlers and the blocking pool (`commands/`).
+    pub(crate) commands: Commands<P>,
+    /// The embedder's hooks (`observe/hooks.rs`).
+    pub(crate) hooks: Hooks<P>,
+    /// The scheduler's own counts (`observe/stats.rs`).
+    pub(crate) totals: Totals,
     /// The execution tracer's shared part, if tracing is on.
     pub(crate) trace: Option<Tracing>,
+    /// Outside senders waiting for room in a bounded mailbox (`bound.rs`).
+    pub(crate) room: Room,
     /// The clock and one timing wheel per worker (`timer/`).
-    pub(crate) timers: crate::sched::timer::Timers<P::Message>,
-    /// Last: dropped after every queue that points into it.
-    pub(crate) table: Table<P>,
+    pub(crate) timers: Timers<P::Message>,
+    /// The thread waiting in `shutdown` for the processes to end.
+    pub(crate) stopping: Stopping,
+    /// The run queues, the idle protocol, the phase and the process table
+    /// (`core/`). Last: the table outlives every queue that points into it.
+    pub(crate) core: Core<P>,
 }
 
 impl<P: Process> Shared<P> {
-    pub(crate) fn phase(&self) -> usize {
-        self.phase.get()
-    }
-
-    /// Moves the phase forward (see `phase.rs`: the shutdown half of the
-    /// pair that keeps a process created during shutdown from being lost).
-    pub(crate) fn set_phase(&self, phase: usize) {
-        self.phase.advance(phase);
-    }
-
     /// Initialises `process` and puts it in the table (Ready); the caller
     /// must queue the returned slot.
     pub(crate) fn create(
@@ -143,13 +101,13 @@ impl<P: Process> Shared<P> {
         options: SpawnOptions,
         local: Option<&mut FreeCache>,
     ) -> Result<&Slot<P>, SpawnError<P>> {
-        if self.phase() != phase::RUNNING {
+        if self.core.phase() != phase::RUNNING {
             return Err(SpawnError::ShuttingDown(process));
         }
         // A first, cheap look, so that a process we would refuse is not
         // initialised; `insert` enforces the limit exactly.
-        let max = self.table.max_live();
-        if max != usize::MAX && self.table.live() >= max {
+        let max = self.core.table.max_live();
+        if max != usize::MAX && self.core.table.live() >= max {
             return Err(SpawnError::AtCapacity(process));
         }
         match catch_unwind(AssertUnwindSafe(|| process.init(method, input))) {
@@ -162,7 +120,11 @@ impl<P: Process> Shared<P> {
         }
         let occupant = Occupant::Process(process, joiner);
         let limit = options.capacity_or(self.config.mailbox_capacity);
-        let slot = match self.table.insert(occupant, limit, local, self.clock.now()) {
+        let slot = match self
+            .core
+            .table
+            .insert(occupant, limit, local, self.core.clock.now())
+        {
             Ok(slot) => slot,
             Err((Occupant::Process(process, _), _full)) => {
                 return Err(SpawnError::AtCapacity(process))
@@ -176,7 +138,7 @@ impl<P: Process> Shared<P> {
         // report a clean stop and join its workers before we queue a
         // process nobody will run (docs/ARCHITECTURE.md, trap 8: check, then
         // act, across a phase change).
-        if !self.phase.admits() {
+        if !self.core.phase.admits() {
             let process = self.withdraw(slot).expect("a created process has its body");
             return Err(SpawnError::ShuttingDown(process));
         }
@@ -207,7 +169,7 @@ impl<P: Process> Shared<P> {
         body.pending.clear();
         drop(body.joiner.take());
         drop(body.extra.take());
-        self.table.withdraw(slot);
+        self.core.table.withdraw(slot);
         process
     }
 
@@ -267,30 +229,6 @@ impl<P: Process> Shared<P> {
         }
     }
 
-    /// For a worker's signal to `pid`: its slot, if the process waits and
-    /// is now claimed for the caller ([`StateWord::claim`]: Ready, the
-    /// caller's to queue, nothing pushed), else `None` (then
-    /// [`deliver_signal`](Self::deliver_signal)).
-    ///
-    /// Not through [`admit`](Self::admit): the claim checks the generation
-    /// and the lifecycle itself, and its CAS alone acquires the body (an
-    /// Acquire load before it would hide a weakened CAS from the model).
-    ///
-    /// [`StateWord::claim`]: crate::process::state::StateWord::claim
-    #[inline]
-    pub(crate) fn claim(&self, pid: Pid, kind: Wake) -> Option<&Slot<P>> {
-        if self.phase() == phase::EXITING {
-            // Refused by `deliver_signal`, which answers it.
-            return None;
-        }
-        let slot = self.table.get(pid.index())?;
-        if !slot.state.claim(pid.generation(), kind) {
-            return None;
-        }
-        slot.stamp(self.clock.now());
-        Some(slot)
-    }
-
     /// The first half of [`deliver_signal`](Self::deliver_signal), for a
     /// step's many requests (`send_requests`): `signal` pushed into `pid`'s
     /// mailbox, not yet notified; the caller notifies each process it
@@ -324,6 +262,7 @@ impl<P: Process> Shared<P> {
     /// caller answers the requests owed an answer.
     pub(crate) fn notify_signals(&self, pid: Pid) -> Result<Option<Task<P>>, ()> {
         let slot = self
+            .core
             .table
             .get(pid.index())
             .expect("pushed to, so it has a slot");
@@ -350,10 +289,10 @@ impl<P: Process> Shared<P> {
     /// The slot of `pid` if it may still take an event.
     #[inline]
     fn admit(&self, pid: Pid) -> Result<&Slot<P>, Refusal> {
-        if self.phase() == phase::EXITING {
+        if self.core.phase() == phase::EXITING {
             return Err(Refusal::ShuttingDown);
         }
-        let Some(slot) = self.table.get(pid.index()) else {
+        let Some(slot) = self.core.table.get(pid.index()) else {
             return Err(Refusal::NoSuchProcess);
         };
         let now = slot.state.load();
@@ -434,7 +373,7 @@ impl<P: Process> Shared<P> {
     fn notify_pushed(&self, slot: &Slot<P>, pid: Pid, kind: Wake) -> (Option<Task<P>>, bool) {
         match slot.state.notify(pid.generation(), kind) {
             Notify::Schedule => {
-                slot.stamp(self.clock.now());
+                slot.stamp(self.core.clock.now());
                 (Some(Task::new(slot)), true)
             }
             Notify::Nothing => (None, true),
@@ -448,7 +387,8 @@ impl<P: Process> Shared<P> {
     /// Pushes `envelope` from a thread with no node cache, in a node from
     /// the depot if it can give one at once, else in a new one.
     fn push_outside(&self, slot: &Slot<P>, envelope: Envelope<P>) {
-        slot.events.push_with(envelope, &mut self.depot.take_one());
+        slot.events
+            .push_with(envelope, &mut self.core.depot.take_one());
     }
 
     /// [`Shared::deliver`] from a thread that is not running this
@@ -462,7 +402,7 @@ impl<P: Process> Shared<P> {
     ) -> Result<bool, (Refusal, Event<P>)> {
         match self.deliver(pid, event, kind, None)? {
             Some(task) => {
-                self.schedule_remote(task);
+                self.core.schedule_remote(task);
                 Ok(true)
             }
             None => Ok(false),
@@ -473,13 +413,14 @@ impl<P: Process> Shared<P> {
     /// for a dropped outside receiver.
     pub(crate) fn terminate(&self, pid: Pid) -> Result<(), TerminateError> {
         let slot = self
+            .core
             .table
             .get(pid.index())
             .ok_or(TerminateError::NoSuchProcess)?;
         match slot.state.terminate(pid.generation()) {
             Notify::Schedule => {
-                slot.stamp(self.clock.now());
-                self.schedule_remote(Task::new(slot));
+                slot.stamp(self.core.clock.now());
+                self.core.schedule_remote(Task::new(slot));
                 Ok(())
             }
             Notify::Nothing => Ok(()),
@@ -494,14 +435,6 @@ impl<P: Process> Shared<P> {
                 }
             }
         }
-    }
-
-    /// Queues a Ready process from outside the workers.
-    pub(crate) fn schedule_remote(&self, task: Task<P>) {
-        // An affinity hint (a Relaxed load); any worker may take it from there.
-        let worker = task.slot().figures.last_worker_hint() % self.remotes.len();
-        self.remotes[worker].inject.push(task);
-        self.idle.notify_one();
     }
 
     /// Records an event of a thread that is not a worker in the trace's
@@ -527,7 +460,7 @@ impl<P: Process> Shared<P> {
             return;
         }
         // Relaxed: a statistic; the hook below carries the event itself.
-        self.undelivered.fetch_add(1, Ordering::Relaxed);
+        self.totals.undelivered.fetch_add(1, Ordering::Relaxed);
         // Contained: a panicking hook must not unwind the worker out of
         // the drain or close that reports the event.
         self.hooks.undelivered(pid, event);
@@ -545,7 +478,7 @@ impl<P: Process> Shared<P> {
     /// The caller must be every mailbox's only consumer (the workers joined;
     /// `withdraw` never pops). Deliveries may still be under way.
     pub(crate) unsafe fn report_stranded(&self) {
-        for slot in self.table.slots() {
+        for slot in self.core.table.slots() {
             let mut drained = 0;
             // SAFETY: the caller's contract makes us the only consumer.
             while let Some(envelope) = unsafe { slot.events.pop() } {
@@ -562,15 +495,6 @@ impl<P: Process> Shared<P> {
                 slot.count_drained(drained);
             }
         }
-    }
-
-    /// Whether any queue a worker could take from looks non-empty.
-    pub(crate) fn has_visible_work(&self) -> bool {
-        !self.global.is_empty()
-            || self
-                .remotes
-                .iter()
-                .any(|r| !r.inject.is_empty() || !r.stealer.is_empty())
     }
 }
 

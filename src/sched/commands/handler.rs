@@ -8,7 +8,7 @@
 
 use crate::process::state::Wake;
 use crate::process::{panic_message, CommandError, Event, Pid, Process};
-use crate::sched::commands::blocking::Run;
+use crate::sched::commands::blocking::{Pool, Run};
 use crate::sched::error::CompleteError;
 use crate::sched::observe::trace::Kind as TraceKind;
 use crate::sched::shared::Shared;
@@ -34,7 +34,7 @@ impl<P: Process> Handler<P> {
         match self {
             Handler::Inline(handler) => handler(command, completer),
             Handler::Blocking(handler) => {
-                let pool = Arc::clone(&completer.shared.blocking);
+                let pool = Arc::clone(&completer.shared.commands.blocking);
                 pool.submit(Job::new(Arc::clone(handler), command, completer));
             }
         }
@@ -213,6 +213,14 @@ impl<P: Process> fmt::Debug for Completer<P> {
             .field("tag", &self.tag)
             .finish_non_exhaustive()
     }
+}
+
+/// The commands room's part of the shared state.
+pub(crate) struct Commands<P: Process> {
+    pub(crate) handlers: Handlers<P>,
+    /// Runs blocking handlers (`blocking.rs`). Its threads hold this `Arc`,
+    /// not the shared state.
+    pub(crate) blocking: Arc<Pool<Job<P>>>,
 }
 
 /// A blocking handler, shared by the registration and every queued call.

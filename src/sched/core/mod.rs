@@ -13,4 +13,6 @@ pub(crate) mod clock;
 #[cfg(not(loom))]
 pub(crate) mod depot;
 #[cfg(not(loom))]
+pub(crate) mod shared;
+#[cfg(not(loom))]
 pub(crate) mod table;

@@ -15,29 +15,30 @@ impl<P: Process> Scheduler<P> {
     /// A snapshot of the scheduler's counters.
     pub fn stats(&self) -> Stats {
         let shared = &*self.shared;
-        let (spinning, sleeping) = shared.idle.counts();
+        let (spinning, sleeping) = shared.core.idle.counts();
         // Relaxed loads throughout: each counter is exact on its own; the
         // snapshot does not promise one instant (see `Stats`).
         Stats {
             workers: shared
+                .core
                 .remotes
                 .iter()
                 .map(|r| r.counters.snapshot(r.stealer.len()))
                 .collect(),
-            live: shared.table.live(),
-            submitted: shared.submitted.load(Ordering::Relaxed),
-            completed: shared.table.closed(),
-            undelivered: shared.undelivered.load(Ordering::Relaxed),
-            unknown_tags: shared.unknown_tags.load(Ordering::Relaxed),
+            live: shared.core.table.live(),
+            submitted: shared.totals.submitted.load(Ordering::Relaxed),
+            completed: shared.core.table.closed(),
+            undelivered: shared.totals.undelivered.load(Ordering::Relaxed),
+            unknown_tags: shared.totals.unknown_tags.load(Ordering::Relaxed),
             hook_panics: shared.hooks.panics(),
-            worker_panics: shared.worker_panics.load(Ordering::Relaxed),
-            outside_node_allocations: shared.depot.misses(),
-            retired_slots: shared.table.retired(),
-            global_queue_nonempty: !shared.global.is_empty(),
+            worker_panics: shared.totals.worker_panics.load(Ordering::Relaxed),
+            outside_node_allocations: shared.core.depot.misses(),
+            retired_slots: shared.core.table.retired(),
+            global_queue_nonempty: !shared.core.global.is_empty(),
             spinning,
             sleeping,
-            blocking: shared.blocking.stats(),
-            timers: TimerStats::sum(shared.remotes.iter().map(|r| &r.counters)),
+            blocking: shared.commands.blocking.stats(),
+            timers: TimerStats::sum(shared.core.remotes.iter().map(|r| &r.counters)),
         }
     }
 
@@ -76,10 +77,10 @@ impl<P: Process> Scheduler<P> {
     /// ```
     pub fn processes(&self) -> Vec<ProcessInfo> {
         let shared = &*self.shared;
-        let now = shared.clock.refresh();
-        let workers = shared.remotes.len();
-        let mut dump = Vec::with_capacity(shared.table.live());
-        for slot in shared.table.slots() {
+        let now = shared.core.clock.refresh();
+        let workers = shared.core.remotes.len();
+        let mut dump = Vec::with_capacity(shared.core.table.live());
+        for slot in shared.core.table.slots() {
             let counts = shared.config.count_queued.then_some(&slot.counts);
             // The link counts are read between two state words of one
             // generation (the first here, the second in `Entry::read`).

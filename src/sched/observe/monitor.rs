@@ -160,7 +160,7 @@ fn run<P: Process>(shared: &Shared<P>, config: &MonitorConfig, stop: &Stop) {
             since: start,
             reported: false,
         };
-        shared.remotes.len()
+        shared.core.remotes.len()
     ];
     loop {
         {
@@ -176,8 +176,8 @@ fn run<P: Process>(shared: &Shared<P>, config: &MonitorConfig, stop: &Stop) {
             }
         } // the callback below runs without the lock: `stop` never waits on it
         let now = Instant::now();
-        shared.clock.refresh();
-        for (worker, (remote, seen)) in shared.remotes.iter().zip(&mut seen).enumerate() {
+        shared.core.clock.refresh();
+        for (worker, (remote, seen)) in shared.core.remotes.iter().zip(&mut seen).enumerate() {
             let (seq, pid) = remote.watch.sample();
             if seq != seen.seq {
                 *seen = Seen {
@@ -206,7 +206,7 @@ fn run<P: Process>(shared: &Shared<P>, config: &MonitorConfig, stop: &Stop) {
             }
             // Work the stuck worker cannot run: get it stolen (trap 6).
             if !remote.stealer.is_empty() || !remote.inject.is_empty() {
-                shared.idle.notify_one();
+                shared.core.idle.notify_one();
             }
         }
     }

@@ -293,3 +293,17 @@ impl TimerStats {
         })
     }
 }
+
+/// The scheduler's own counts, beside the workers' [`Counters`]: each a
+/// statistic read by [`Scheduler::stats`](crate::sched::Scheduler::stats)
+/// and the shutdown report, with no ordering role.
+#[derive(Debug, Default)]
+pub(crate) struct Totals {
+    pub(crate) submitted: AtomicU64,
+    pub(crate) undelivered: AtomicU64,
+    pub(crate) unknown_tags: AtomicU64,
+    /// Processes closed by shutdown's force.
+    pub(crate) forced: AtomicU64,
+    /// Internal panics contained on the workers (`worker/contain.rs`).
+    pub(crate) worker_panics: AtomicU64,
+}

@@ -288,7 +288,7 @@ impl<P: Process> Scheduler<P> {
             // Before the reservation: the waiter's half of the meeting
             // with the holder that releases places (`bound.rs`, `Room`).
             // A stale PID touches a word it cannot change.
-            if let Some(slot) = self.shared.table.get(to.index()) {
+            if let Some(slot) = self.shared.core.table.get(to.index()) {
                 slot.state.touch();
             }
             let m = message.take().expect("taken only by a failed attempt");
@@ -324,19 +324,20 @@ impl<P: Process> Scheduler<P> {
     /// stepped): the first half of [`mailbox`](Scheduler::mailbox).
     fn insert_receiver(&self) -> Result<(Receiver<P>, &Slot<P>), SpawnRefused> {
         let shared = &self.shared;
-        if shared.phase() != phase::RUNNING {
+        if shared.core.phase() != phase::RUNNING {
             return Err(SpawnRefused::ShuttingDown);
         }
         let inbox = Arc::new(Inbox::new());
         let occupant = Occupant::Outside(Arc::clone(&inbox));
         let slot = shared
+            .core
             .table
-            .insert(occupant, 0, None, shared.clock.now())
+            .insert(occupant, 0, None, shared.core.clock.now())
             .map_err(|_| SpawnRefused::AtCapacity)?;
         // The creator half of the Dekker pair in `phase.rs`, as in
         // `Shared::create`: a shutdown that began meanwhile either is seen
         // here, or sees the receiver Ready and cancels it.
-        if !shared.phase.admits() {
+        if !shared.core.phase.admits() {
             shared.withdraw(slot);
             return Err(SpawnRefused::ShuttingDown);
         }
@@ -434,7 +435,7 @@ pub(crate) fn first_step<P: Process>(shared: &Shared<P>, slot: &Slot<P>) {
         }
     };
     if requeue {
-        shared.schedule_remote(Task::new(slot));
+        shared.core.schedule_remote(Task::new(slot));
     }
 }
 

@@ -89,7 +89,7 @@ fn a_half_done_push_makes_idle_workers_back_off_not_spin_on_the_sleepers_lock() 
     let slot = (shared.create(gated(), "run", (), Some(joiner), Default::default(), None))
         .unwrap_or_else(|_| panic!("create"));
     let stalled = JoinHandle::new(slot.pid(), cell);
-    let pending = shared.global.push_mid_link(Task::new(slot));
+    let pending = shared.core.global.push_mid_link(Task::new(slot));
 
     let before = scheduler.stats().total().parks_cancelled;
     gate.store(true, std::sync::atomic::Ordering::Release);
@@ -98,7 +98,7 @@ fn a_half_done_push_makes_idle_workers_back_off_not_spin_on_the_sleepers_lock() 
 
     // The producer resumes: link, then the wake rule's notify.
     pending.link();
-    shared.idle.notify_one();
+    shared.core.idle.notify_one();
     for handle in held {
         assert_eq!(
             handle.join_timeout(Duration::from_secs(60)).ok(),
@@ -171,11 +171,11 @@ fn a_withdrawn_process_leaves_its_mailbox_to_the_stranded_events_report() {
         // that the scan saw it and the drain waits for it: what orders the
         // drain after the withdrawal is then the live count's Relaxed
         // decrement, which orders nothing.
-        let slot = shared.table.get(pid.index()).expect("its slot");
+        let slot = shared.core.table.get(pid.index()).expect("its slot");
         while slot.counts.queued() < 2 {
             std::thread::yield_now();
         }
-        assert!(!shared.phase.admits());
+        assert!(!shared.core.phase.admits());
         shared.withdraw(slot).is_some()
     });
     let report = scheduler.shutdown(Duration::from_secs(60));
@@ -255,7 +255,7 @@ fn a_completion_behind_a_message_mid_link_reaches_the_waiting_process() {
         .unwrap();
     let job = s.submit_joinable(Waiter { asked: false }, "", ()).unwrap();
     let pid = job.pid();
-    let slot = s.shared.table.get(pid.index()).unwrap();
+    let slot = s.shared.core.table.get(pid.index()).unwrap();
     let done = completer.recv_timeout(Duration::from_secs(60)).unwrap();
     wait_for("the process to wait", || {
         slot.state.load().lifecycle() == crate::process::state::Lifecycle::Blocked
@@ -285,6 +285,7 @@ fn a_completion_behind_a_message_mid_link_reaches_the_waiting_process() {
         == crate::process::state::Notify::Schedule
     {
         s.shared
+            .core
             .schedule_remote(crate::sched::core::table::Task::new(slot));
     }
     let outcome = job.join_timeout(Duration::from_secs(60));

@@ -85,10 +85,10 @@ impl<P: Process> Scheduler<P> {
         delay: Duration,
     ) -> Result<(), SendError<P::Message>> {
         let shared = &*self.shared;
-        if shared.phase() != phase::RUNNING {
+        if shared.core.phase() != phase::RUNNING {
             return Err(SendError::ShuttingDown(message));
         }
-        let Some(slot) = shared.table.get(to.index()) else {
+        let Some(slot) = shared.core.table.get(to.index()) else {
             return Err(SendError::NoSuchProcess(message));
         };
         let state = slot.state.load();
@@ -107,7 +107,7 @@ impl<P: Process> Scheduler<P> {
         }
         // The wheel of the worker that last ran it (a hint): that worker is
         // likely to be the one to run it when the message comes.
-        let worker = slot.figures.last_worker_hint() % shared.remotes.len();
+        let worker = slot.figures.last_worker_hint() % shared.core.remotes.len();
         let clock = &shared.timers.clock;
         let nanos = clock.nanos(Instant::now()); // one clock read
         let (now, deadline) = (
@@ -127,7 +127,7 @@ impl<P: Process> Scheduler<P> {
                 if lowered {
                     // The wake rule (`timer/mod.rs`): no sleeper may keep
                     // a deadline that misses this timer.
-                    shared.idle.notify_one();
+                    shared.core.idle.notify_one();
                 }
                 Ok(())
             }

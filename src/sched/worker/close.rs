@@ -131,7 +131,7 @@ impl<P: Process> Local<P> {
             // Relaxed: read by `shutdown` after `live()` reached zero; the
             // Release store of this close's count in `table.remove` below
             // (Acquire-loaded by `live()`) orders this increment before it.
-            self.shared.forced.fetch_add(1, Ordering::Relaxed);
+            self.shared.totals.forced.fetch_add(1, Ordering::Relaxed);
         }
         // Borrowed where they are, in the extra part: moving them out into
         // a local would copy the whole `Links` on the way from the end to
@@ -140,6 +140,7 @@ impl<P: Process> Local<P> {
             self.farewell(slot, pid, links, &outcome);
         }
         self.shared
+            .core
             .table
             .remove(slot, self.index, &mut self.free.borrow_mut());
         if let Some(ring) = &mut self.trace {

@@ -70,7 +70,10 @@ impl<P: Process> Local<P> {
     /// Counts an internal panic.
     fn count_panic(&self) {
         // Relaxed: a statistic, read by `stats` and `shutdown`.
-        self.shared.worker_panics.fetch_add(1, Ordering::Relaxed);
+        self.shared
+            .totals
+            .worker_panics
+            .fetch_add(1, Ordering::Relaxed);
     }
 
     /// [`run_task`](Local::run_task) under a [`Held`] guard.
@@ -141,6 +144,7 @@ impl<P: Process> Local<P> {
                     body.joiner.take()
                 };
                 self.shared
+                    .core
                     .table
                     .remove(slot, self.index, &mut self.free.borrow_mut());
                 if let Some(joiner) = joiner {

@@ -46,7 +46,7 @@ impl<P: Process> Local<P> {
         slot.count_step();
         self.counters().steps.add(1);
         if end {
-            let why = if self.shared.phase() >= phase::STOPPING {
+            let why = if self.shared.core.phase() >= phase::STOPPING {
                 // Ended by its cancel, as a process that ends on it: the
                 // shutdown report counts it completed, not forced.
                 self.ended_on_cancel = true;
@@ -57,7 +57,7 @@ impl<P: Process> Local<P> {
             return self.close(slot, Err(why), true);
         }
         let park = if more { Park::Continue } else { Park::Idle };
-        slot.stamp(self.shared.clock.now());
+        slot.stamp(self.shared.core.clock.now());
         match slot.state.end_step(park) {
             AfterStep::Requeue => self.yielded.push_back(task),
             AfterStep::Parked => {}

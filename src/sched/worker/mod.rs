@@ -231,14 +231,14 @@ impl<P: Process> Local<P> {
         let shared = Arc::clone(&self.shared);
         shared.hooks.thread_start(self.index);
         // Looked up once: the step loop publishes into it on every step.
-        let watch = &shared.remotes[self.index].watch;
+        let watch = &shared.core.remotes[self.index].watch;
         // An internal panic is contained here, once for the whole loop
         // (`worker/contain.rs`): the loop is entered again after it.
         while let Err(panic) = self.contained(|local| local.work(&shared, watch)) {
             self.internal_panic(watch, panic);
         }
         if self.spinning {
-            let _ = shared.idle.stop_spinning();
+            let _ = shared.core.idle.stop_spinning();
         }
         if self.trace.is_some() {
             self.hand_back_trace();
@@ -264,11 +264,11 @@ impl<P: Process> Local<P> {
                 self.run_held(task, watch);
                 continue;
             }
-            if shared.phase() == phase::EXITING {
+            if shared.core.phase() == phase::EXITING {
                 return;
             }
             if !self.spinning {
-                if !shared.idle.try_start_spinning() {
+                if !shared.core.idle.try_start_spinning() {
                     // Enough workers are searching already.
                     self.park();
                     continue;
@@ -322,17 +322,17 @@ impl<P: Process> Local<P> {
     }
 
     fn counters(&self) -> &crate::sched::observe::stats::Counters {
-        &self.shared.remotes[self.index].counters
+        &self.shared.core.remotes[self.index].counters
     }
 
     fn found_work(&mut self) {
         self.cancelled = 0;
         if self.spinning {
             self.spinning = false;
-            if self.shared.idle.stop_spinning() {
+            if self.shared.core.idle.stop_spinning() {
                 // We were the last spinner: more work may wait behind what
                 // we found, so make sure someone keeps looking.
-                self.shared.idle.notify_one();
+                self.shared.core.idle.notify_one();
             }
         }
     }
@@ -351,7 +351,7 @@ impl<P: Process> Local<P> {
             if self.tick % every == 0 {
                 // One OS clock read per 488 ticks keeps the slots' stamps
                 // roughly current (see `clock.rs`).
-                self.shared.clock.refresh();
+                self.shared.core.clock.refresh();
             }
             // Both queues fed from outside get their turn, or a busy local
             // deque would starve remote wakeups as well as submissions.
@@ -403,11 +403,14 @@ impl<P: Process> Local<P> {
     /// `top` first, which took the oldest away from here just as well: we
     /// go on to the usual sources.
     fn take_oldest(&mut self) -> Option<Task<P>> {
-        self.shared.remotes[self.index].stealer.steal().success()
+        self.shared.core.remotes[self.index]
+            .stealer
+            .steal()
+            .success()
     }
 
     fn take_inject(&mut self) -> Option<Task<P>> {
-        let own = &self.shared.remotes[self.index].inject;
+        let own = &self.shared.core.remotes[self.index].inject;
         match own.take_batch_into(&self.deque) {
             Take::Taken { first, moved } => {
                 self.counters().inject_takes.add(1);
@@ -420,7 +423,7 @@ impl<P: Process> Local<P> {
     }
 
     fn take_global(&mut self) -> Option<Task<P>> {
-        match self.shared.global.take_batch_into(&self.deque) {
+        match self.shared.core.global.take_batch_into(&self.deque) {
             Take::Taken { first, moved } => {
                 self.counters().global_takes.add(1);
                 self.record(Kind::GlobalTake, 0, 1 + moved as u32);
@@ -435,13 +438,13 @@ impl<P: Process> Local<P> {
     /// stealable now, so wake a parked worker if no one is spinning.
     fn queued_locally(&self, moved: usize) {
         if moved > 0 {
-            self.shared.idle.notify_one();
+            self.shared.core.idle.notify_one();
         }
     }
 
     /// Source 6: other workers' deques and inject queues.
     fn steal(&mut self) -> Option<Task<P>> {
-        let remotes = &self.shared.remotes;
+        let remotes = &self.shared.core.remotes;
         let n = remotes.len();
         if n == 1 {
             return None;
@@ -514,23 +517,23 @@ impl<P: Process> Local<P> {
     fn park(&mut self) {
         let shared = Arc::clone(&self.shared);
         shared.hooks.park(self.index);
-        shared.idle.prepare_park(self.index, self.spinning);
+        shared.core.idle.prepare_park(self.index, self.spinning);
         self.spinning = false;
         let mut timeout = None;
-        if shared.phase() == phase::EXITING {
-            shared.idle.cancel_park(self.index);
+        if shared.core.phase() == phase::EXITING {
+            shared.core.idle.cancel_park(self.index);
             shared.hooks.unpark(self.index);
             return;
         }
         // Likely soon after closing the last process of a shutdown: its
         // wait need not sleep out its timeout (`stopping.rs`).
-        if shared.phase() >= phase::STOPPING && shared.table.live() == 0 {
+        if shared.core.phase() >= phase::STOPPING && shared.core.table.live() == 0 {
             shared.stopping.tell();
         }
-        if shared.has_visible_work() {
+        if shared.core.has_visible_work() {
             let back_off = self.cancelled >= YIELDING_CANCELS;
             if !back_off || self.take_while_registered() {
-                shared.idle.cancel_park(self.index);
+                shared.core.idle.cancel_park(self.index);
                 self.counters().parks_cancelled.add(1);
                 self.cancelled = self.cancelled.saturating_add(1);
                 thread::yield_now();
@@ -552,7 +555,7 @@ impl<P: Process> Local<P> {
             let clock = &shared.timers.clock;
             let now = Instant::now();
             if next <= clock.tick(now) {
-                shared.idle.cancel_park(self.index);
+                shared.core.idle.cancel_park(self.index);
                 self.poll_all_timers();
                 shared.hooks.unpark(self.index);
                 return;
@@ -562,8 +565,8 @@ impl<P: Process> Local<P> {
         }
         self.counters().parks.add(1);
         self.record(Kind::Park, 0, 0);
-        shared.idle.park_timeout(self.index, timeout);
-        shared.clock.refresh();
+        shared.core.idle.park_timeout(self.index, timeout);
+        shared.core.clock.refresh();
         self.counters().wakeups.add(1);
         self.record(Kind::Unpark, 0, 0);
         shared.hooks.unpark(self.index);

@@ -271,7 +271,7 @@ impl<P: Process> Local<P> {
         item: T,
         receive: impl FnOnce(&mut Self, &mut Body<P>, T),
     ) -> Result<(), T> {
-        let Some(task) = self.shared.claim(to, kind).map(Task::new) else {
+        let Some(task) = self.shared.core.claim(to, kind).map(Task::new) else {
             return Err(item);
         };
         // SAFETY: claimed (Ready, queued by no one yet): we hold the

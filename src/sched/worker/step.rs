@@ -38,7 +38,7 @@ impl<P: Process> Local<P> {
             // Not Ready: not ours to run (`contain.rs`).
             return self.refuse_task(slot);
         };
-        slot.stamp(self.shared.clock.now());
+        slot.stamp(self.shared.core.clock.now());
         let pid = slot.pid();
         #[cfg(test)]
         super::contain::inject::check(self.shared_addr(), pid, super::contain::inject::Stage::Step);
@@ -61,7 +61,7 @@ impl<P: Process> Local<P> {
         // takes a `&mut Body`: each borrows the body only in a block that
         // ends before that transition (see `Slot::body`).
         match start {
-            _ if self.shared.phase() >= phase::FORCING => {
+            _ if self.shared.core.phase() >= phase::FORCING => {
                 self.close(slot, Err(ProcessError::Shutdown), false)
             }
             Start::Close => self.close(slot, Err(ProcessError::Terminated), false),
@@ -246,12 +246,12 @@ impl<P: Process> Local<P> {
         let slot = task.slot();
         // Stamped before the transition, while we still hold the process:
         // after it, a notifier or another worker may own the slot.
-        slot.stamp(self.shared.clock.now());
+        slot.stamp(self.shared.core.clock.now());
         match slot.state.end_step(park) {
             AfterStep::Requeue => self.yielded.push_back(task),
             AfterStep::Parked => {}
             AfterStep::Close => {
-                let why = if self.shared.phase() >= phase::FORCING {
+                let why = if self.shared.core.phase() >= phase::FORCING {
                     ProcessError::Shutdown
                 } else {
                     ProcessError::Terminated
@@ -331,14 +331,14 @@ impl<P: Process> Local<P> {
         }
         if drained != 0
             && self.nodes.len() > self.nodes.limit() / 2
-            && self.shared.depot.is_hungry()
+            && self.shared.core.depot.is_hungry()
         {
             // More than half full after a drain that gave it nodes, and
             // outside senders are allocating: what is above half goes to
             // them (`depot.rs`). A collection that drained nothing (a
             // wakeup by a handed `Down`, a carry) left the cache as it was
             // and skips the look at the depot's flag.
-            self.shared.depot.refill(&mut self.nodes);
+            self.shared.core.depot.refill(&mut self.nodes);
         }
         full
     }
@@ -383,7 +383,10 @@ impl<P: Process> Local<P> {
                 }
                 None => {
                     // Relaxed: a statistic.
-                    self.shared.unknown_tags.fetch_add(1, Ordering::Relaxed);
+                    self.shared
+                        .totals
+                        .unknown_tags
+                        .fetch_add(1, Ordering::Relaxed);
                     self.shared.undelivered(pid, event);
                     return None;
                 }
@@ -424,6 +427,7 @@ impl<P: Process> Local<P> {
         for pid in self.effects.spawned.drain(..) {
             let slot = self
                 .shared
+                .core
                 .table
                 .get(pid.index())
                 .expect("a spawned process has a slot");
@@ -504,7 +508,7 @@ impl<P: Process> Local<P> {
         let queued = |displaced: &mut usize| {
             *displaced += 1;
             if *displaced == 1 {
-                wake_early(&self.shared.idle);
+                wake_early(&self.shared.core.idle);
             }
         };
         let mut sends = self.effects.sends.drain(..);
@@ -569,7 +573,7 @@ impl<P: Process> Local<P> {
             }
             body.pending.push(tag);
             let kind = command.kind();
-            match self.shared.handlers.get(kind) {
+            match self.shared.commands.handlers.get(kind) {
                 None => {
                     let error = Event::Completion {
                         tag,

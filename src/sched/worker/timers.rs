@@ -88,7 +88,7 @@ impl<P: Process> Local<P> {
             // The wake rule: a parked worker's deadline may not cover the
             // new timer (it may be this wheel's only one, and this worker
             // may now run a long step), so this is published work.
-            shared.idle.notify_one();
+            shared.core.idle.notify_one();
         }
     }
 
@@ -250,7 +250,7 @@ impl<P: Process> Local<P> {
         }
         if cancelled > 0 {
             self.counters().timers_cancelled.add(cancelled);
-            if self.shared.phase() >= phase::STOPPING {
+            if self.shared.core.phase() >= phase::STOPPING {
                 // Relaxed: a count, read by `shutdown` after the workers
                 // are joined (the join orders it).
                 let by_shutdown = &self.shared.timers.cancelled_by_shutdown;

@@ -89,7 +89,7 @@ fn a_shutdown_before_a_receivers_first_step_ends_it() {
         let stopping = scope.spawn(|| s.shutdown(GUARD));
         // The shutdown's cancel of every live slot happens while this one
         // is still Ready, or after its first step: either way it must end.
-        while s.shared.phase() == phase::RUNNING {
+        while s.shared.core.phase() == phase::RUNNING {
             std::thread::yield_now();
         }
         first_step(&s.shared, slot);
