@@ -99,4 +99,6 @@ pub use observe::trace::Trace;
 #[cfg(not(loom))]
 pub use outside::{CallError, Receiver, Recv};
 #[cfg(not(loom))]
-pub use scheduler::{Scheduler, ShutdownReport};
+pub use scheduler::Scheduler;
+#[cfg(not(loom))]
+pub use shutdown::ShutdownReport;

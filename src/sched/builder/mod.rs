@@ -598,3 +598,10 @@ impl<P: Process> Builder<P> {
         )
     }
 }
+
+impl<P: Process> Scheduler<P> {
+    /// Starts configuring a scheduler.
+    pub fn builder() -> Builder<P> {
+        Builder::new()
+    }
+}

@@ -113,7 +113,7 @@ impl<P: Process> Scheduler<P> {
         dump
     }
 
-    /// The execution trace (see [`Builder::trace`]), once the workers have
+    /// The execution trace (see [`Builder::trace`](crate::sched::Builder::trace)), once the workers have
     /// exited: call it after [`shutdown`](Scheduler::shutdown). Each worker
     /// owns its ring while it runs and hands it back when it exits, so
     /// there is nothing to read before. `None` if tracing is off, before
@@ -128,7 +128,7 @@ impl<P: Process> Scheduler<P> {
     /// Pauses (`false`) or resumes (`true`) the execution tracer's
     /// recording, on every worker and outside thread, from its next event
     /// (a step already begun is still recorded whole). Returns `false`, and does
-    /// nothing, if the builder did not turn tracing on ([`Builder::trace`]),
+    /// nothing, if the builder did not turn tracing on ([`Builder::trace`](crate::sched::Builder::trace)),
     /// since the rings are allocated at build. A trace with pauses no longer
     /// matches [`stats`](Scheduler::stats), which counts throughout.
     pub fn set_tracing(&self, on: bool) -> bool {

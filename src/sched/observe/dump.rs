@@ -1,4 +1,4 @@
-//! The process dump: [`Scheduler::processes`] and [`ProcessInfo`].
+//! The process dump: [`Scheduler::processes`](crate::sched::Scheduler::processes) and [`ProcessInfo`].
 //!
 //! A dump must never stop the world, nor wait for a worker (tokio's task
 //! dump once deadlocked with its workers). This one reads only atomics:
@@ -38,7 +38,7 @@ use crate::process::state::Lifecycle;
 use crate::process::Pid;
 use std::time::Duration;
 
-/// One live process, as seen by [`Scheduler::processes`].
+/// One live process, as seen by [`Scheduler::processes`](crate::sched::Scheduler::processes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ProcessInfo {
     /// Its PID.

@@ -313,7 +313,7 @@ pub(crate) mod status {
 }
 
 /// A finished trace: every worker's ring, the outside ring and the
-/// shutdown phases. Made by [`Scheduler::trace`](super::Scheduler::trace).
+/// shutdown phases. Made by [`Scheduler::trace`](crate::sched::Scheduler::trace).
 pub struct Trace {
     workers: Vec<Option<Ring>>,
     outside: Records,

@@ -3,6 +3,7 @@
 use super::*;
 use crate::process::{NoCommand, StepOutput};
 use std::sync::atomic::{AtomicBool, AtomicUsize};
+use std::time::{Duration, Instant};
 
 /// On method "hold": its first step waits (busy, on its worker) until the
 /// test opens the gate; any process finishes with 7.
