@@ -18,7 +18,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 const HELP: &str = "\
-cargo xtask mutate: atomic-ordering mutation testing for stepsched (issue 9).
+cargo xtask mutate: atomic-ordering mutation testing for stepsched.
 
 For every atomic ordering and fence in src/ (not src/fuzzing/, tests.rs files
 or #[cfg(test)] items) it makes mutants one step weaker: SeqCst->AcqRel for
