@@ -404,7 +404,8 @@ fn send_timeout_zero_on_a_full_mailbox_hands_the_message_back() {
 }
 
 /// `send_timeout(Duration::MAX)` waits for room as long as it takes
-/// (no deadline overflows): here the process is terminated, which frees its mailbox,
+/// (no deadline overflows): here the process is terminated, which frees its
+/// mailbox,
 /// and the sender learns of the end.
 #[test]
 fn send_timeout_max_waits_for_room() {

@@ -1,5 +1,6 @@
 //! Proves that a panicking hook abandons only its own call
-//! (docs/ARCHITECTURE.md, trap 9: user code in a callback): for each of `on_undelivered`, `on_complete`, `on_park`,
+//! (docs/ARCHITECTURE.md, trap 9: user code in a callback): for each of
+//! `on_undelivered`, `on_complete`, `on_park`,
 //! `on_unpark`, `on_thread_start` and `on_thread_stop`, a hook that panics
 //! every time it runs leaves the scheduler whole. Each test checks that joins
 //! return the outcome the process produced, that every process completes,

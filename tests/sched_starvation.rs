@@ -1,6 +1,7 @@
 //! Proves that a process queued in a worker's own deque is not starved by
 //! the worker's LIFO order while its steps keep pushing new work
-//! (docs/ARCHITECTURE.md, trap 13: LIFO starves the bottom): a chain of spawns, each link spawning the next, keeps the
+//! (docs/ARCHITECTURE.md, trap 13: LIFO starves the bottom): a chain of spawns,
+//! each link spawning the next, keeps the
 //! bottom of the deque busy forever, and a process above it must still run
 //! within `61 * (d + 1)` steps of that worker, `d` being the number of
 //! processes above it.

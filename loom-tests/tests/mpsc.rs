@@ -63,7 +63,8 @@ static SAW_MID_LINK: StdAtomicBool = StdAtomicBool::new(false);
 /// A producer pushes one item while the consumer pops and then asks
 /// `is_empty`. When the pop lands in the window between the producer's swap
 /// and its link, it gets `Inconsistent` (not `Empty`), and `is_empty` still
-/// says the item is there (docs/ARCHITECTURE.md, trap 4). After a successful pop of the
+/// says the item is there (docs/ARCHITECTURE.md, trap 4). After a successful
+/// pop of the
 /// only item the queue is empty.
 #[test]
 fn is_empty_is_false_while_a_push_is_mid_link() {

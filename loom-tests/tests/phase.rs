@@ -1,5 +1,6 @@
 //! loom models of the phase word against process creation
-//! (`stepsched::sched::phase`; docs/ARCHITECTURE.md, trap 8): a process created while
+//! (`stepsched::sched::phase`; docs/ARCHITECTURE.md, trap 8): a process created
+//! while
 //! shutdown begins is either withdrawn by its creator or seen, Ready, by
 //! shutdown's scan; never neither.
 //!
