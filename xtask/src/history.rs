@@ -138,7 +138,8 @@ pub fn main(root: &Path) -> u8 {
 pub fn scan(file: &str, text: &str) -> Vec<Hit> {
     let design = ["DESIGN", ".md"].concat();
     let mut hits = Vec::new();
-    for (i, line) in text.lines().enumerate() {
+    let lines: Vec<&str> = text.lines().collect();
+    for (i, line) in lines.iter().copied().enumerate() {
         let mut hit = |what| hits.push(Hit { line: i + 1, what });
         let lower = line.to_lowercase();
         if line.contains(&design) {
@@ -153,7 +154,8 @@ pub fn scan(file: &str, text: &str) -> Vec<Hit> {
         if has_date(comment(file, line)) {
             hit("date");
         }
-        if before_after(line) {
+        let next = lines.get(i + 1).map_or("", |l| next_words(file, l));
+        if before_after(line, next) {
             hit("before/after figure");
         }
     }
@@ -211,8 +213,16 @@ fn has_date(s: &str) -> bool {
     })
 }
 
-/// An arrow between two numbers, the second followed by a unit.
-fn before_after(line: &str) -> bool {
+/// The start of the line after a figure that ends its line, without its
+/// comment marker: where the figure's unit may be.
+fn next_words<'a>(file: &str, line: &'a str) -> &'a str {
+    let text = comment(file, line).trim_start();
+    text.trim_start_matches(['/', '!', '#', '%'])
+}
+
+/// An arrow between two numbers, the second followed by a unit (on the
+/// same line, or at the start of `next` when the figure ends the line).
+fn before_after(line: &str, next: &str) -> bool {
     ["->", "→"].iter().any(|arrow| {
         line.match_indices(arrow).any(|(at, _)| {
             let before = line[..at].trim_end();
@@ -222,7 +232,10 @@ fn before_after(line: &str) -> bool {
             let digits = after
                 .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == ','))
                 .unwrap_or(after.len());
-            let unit = after[digits..].trim_start();
+            let unit = match after[digits..].trim() {
+                "" => next.trim_start(),
+                _ => after[digits..].trim_start(),
+            };
             let unit_end = unit
                 .find(|c: char| !(c.is_alphabetic() || c == '%'))
                 .unwrap_or(unit.len());
@@ -254,11 +267,13 @@ mod tests {
             format!("// timed file by file ({}-11-28)", 2026),
             format!("// ping_pong 109.1 {} 105.8 ns", "->"),
             format!("// slot 345 {} 430 bytes, 8 {} 5 %", "->", "→"),
+            format!("//! the `Down`'s p50 110 {} 90", "->"),
+            "//! ns, a chain's link".to_string(),
         ]
         .join("\n");
         let hits = scan("src/x.rs", &text);
         let lines: Vec<usize> = hits.iter().map(|h| h.line).collect();
-        assert_eq!(lines, [2, 3, 4, 5, 6, 7, 8]);
+        assert_eq!(lines, [2, 3, 4, 5, 6, 7, 8, 9]);
         assert_eq!(
             hits.iter().map(|h| h.what).collect::<Vec<_>>(),
             [
@@ -267,6 +282,7 @@ mod tests {
                 "issue number",
                 "session",
                 "date",
+                "before/after figure",
                 "before/after figure",
                 "before/after figure",
             ]
