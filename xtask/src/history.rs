@@ -36,7 +36,7 @@ const ALLOWED: &[(&str, &str, &str)] = &[
     (
         "examples/tour/main.rs",
         "",
-        "the tour's clients are chat-like sessions",
+        "the tour's client processes are its sessions",
     ),
     ("examples/tour/nodes.rs", "", "the tour's `Session` process"),
     (
@@ -46,6 +46,11 @@ const ALLOWED: &[(&str, &str, &str)] = &[
     ),
     (
         "src/lib.rs",
+        "protocol sessions",
+        "what a user runs as processes",
+    ),
+    (
+        "README.md",
         "protocol sessions",
         "what a user runs as processes",
     ),
