@@ -1,6 +1,6 @@
 //! Criterion benches of the scheduler, one scenario each, the shapes of
 //! tokio's `benches/rt_multi_threaded.rs` at smaller sizes (the side-by-side
-//! run against tokio at issue 4's sizes is `stepsched-peers --bin scheduler`):
+//! run against tokio at full sizes is `stepsched-peers --bin scheduler`):
 //!
 //! - `scheduler/spawn_many`: the bench thread submits 10,000 processes that
 //!   finish in their first step and waits for the last completion (the

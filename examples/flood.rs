@@ -15,70 +15,56 @@
 //! global allocator) and the resident set size (RSS), before the flood, at
 //! its height, and once everything has drained and the scheduler has been
 //! idle for a second, and fails if what the crate holds is then more than
-//! 16 MiB above the first figure, or if the RSS is (issue 13's goal, with
-//! glibc's malloc under its default settings): buffers and caches must give
+//! 16 MiB above the first figure, or if the RSS is (the target, with glibc's
+//! malloc under its default settings): buffers and caches must give
 //! back what a burst took. RSS is read from `/proc/self/statm` (Linux; 0
 //! elsewhere). Mailbox nodes come from the crate's own blocks, mapped
 //! outside malloc (`src/mpsc/pool.rs`), so the held figure leaves them out
 //! and the RSS counts them.
 //!
-//! # What the RSS was, and why
+//! # Why mailbox nodes do not come from malloc
 //!
-//! Before the crate owned its nodes' memory, each node was a `Box`, and
-//! with glibc's malloc under its default settings the RSS stayed at its
-//! height after the flood, although the crate gave everything back (held:
-//! +0.2 MiB): +26 to +131 MiB in six runs here. The example printed where
-//! it was (`rss by mapping`, from `/proc/self/smaps`, and glibc's
-//! `mallinfo`, both still printed):
+//! With glibc's malloc under its default settings, nodes that are each a
+//! `malloc` of their sender's keep the RSS at its height after a flood,
+//! although the crate gives everything back (the example prints where the
+//! memory is: `rss by mapping`, from `/proc/self/smaps`, and glibc's
+//! `mallinfo`):
 //!
-//! - Nearly all of it was in the *thread arenas of the two sender threads*
-//!   (the anonymous mappings glibc reserves 64 MiB at a time), not in the
-//!   main `[heap]` and not in the workers' arenas. A send from outside
-//!   takes a node from the scheduler's depot when it has one and otherwise
-//!   allocates it, so in a flood, whose mailbox grows to millions of
-//!   nodes, the sender threads allocated them, in their own arenas. Workers
-//!   freed them there.
-//! - Freed, they were 64-byte chunks in those arenas' fast bins (mallinfo's
-//!   `in fast bins`: 99% of the arenas' size in a sample run: 1.64M chunks,
-//!   105 MB). Fast-bin chunks are never merged or returned until something
-//!   consolidates the arena: a large request or a free of 64 KiB or more
-//!   made *in that arena*, or `malloc_trim`. After the flood no thread
-//!   allocates there (the senders have exited or gone quiet), so nothing
-//!   did.
+//! - A send from outside takes a node from the scheduler's depot when it
+//!   has one and otherwise allocates it, so in a flood, whose mailbox grows
+//!   to millions of nodes, the sender threads would allocate them, in their
+//!   own *thread arenas* (the anonymous mappings glibc reserves 64 MiB at a
+//!   time), and the workers would free them there.
+//! - Freed, they are 64-byte chunks in those arenas' fast bins. Fast-bin
+//!   chunks are never merged or returned until something consolidates the
+//!   arena: a large request or a free of 64 KiB or more made *in that
+//!   arena*, or `malloc_trim`. After the flood no thread allocates there
+//!   (the senders have exited or gone quiet), so nothing does.
 //! - `malloc_trim(0)` (the `trim` argument, after the idle second)
 //!   consolidates every arena and releases the whole pages of free chunks
 //!   in its bins, but it never trims the *top chunk* of a thread arena (the
-//!   free space above the arena's highest chunk in use). Page residency
-//!   after the trim (read from `/proc/self/pagemap` by a diagnostic copy of
-//!   this example) showed exactly that: a fully resident tail in each
-//!   sender arena, above its highest live chunk: +4.8 to +59 MiB in five
-//!   runs. Only with one arena (`GLIBC_TUNABLES=glibc.malloc.arena_max=1`)
-//!   and the trim did the RSS come back (+0.5 to +2.9 MiB).
+//!   free space above the arena's highest chunk in use), so a resident tail
+//!   stays in each sender arena. Only one arena
+//!   (`GLIBC_TUNABLES=glibc.malloc.arena_max=1`) and the trim would bring
+//!   the RSS back.
 //!
-//! So no call of the crate's could give that memory back while each node
-//! was a `malloc` of its sender's.
-//!
-//! # What it is now
-//!
-//! The crate now carves mailbox nodes from 16 KiB blocks of its own, which
-//! it maps with `mmap` and unmaps as soon as their last node is freed,
-//! whatever thread carved them (`src/mpsc/pool.rs`). After the flood
-//! the RSS is back to within a few MiB of its first figure with glibc's
-//! defaults, no trim and no tunable: +2.2 to +6.8 MiB after the idle second
-//! (nine runs), where the thread arenas hold 0.1 MiB. What is left is the
-//! blocks still pinned by a node in use: the workers' node caches (up to
-//! 16,384 nodes each) and the depot (4,096) keep nodes of many blocks, and
-//! one kept node keeps its block. Once the scheduler has shut down (the
-//! workers' caches freed) +0.7 to +2.5 MiB remain. With 64 KiB blocks
-//! the pinned blocks weighed four times as much: +7.6 to +20.6 MiB after
-//! the idle second, once over the goal in six runs.
+//! So no call of the crate's could give that memory back. The crate carves
+//! mailbox nodes from 16 KiB blocks of its own instead, which it maps with
+//! `mmap` and unmaps as soon as their last node is freed, whatever thread
+//! carved them (`src/mpsc/pool.rs`). After the flood the RSS is back to
+//! within a few MiB of its first figure with glibc's defaults, no trim and
+//! no tunable. What is left is the blocks still pinned by a node in use:
+//! the workers' node caches (up to 16,384 nodes each) and the depot
+//! (4,096) keep nodes of many blocks, and one kept node keeps its block;
+//! once the scheduler has shut down (the workers' caches freed) less
+//! remains. Larger blocks would pin more memory for the same kept nodes.
 //!
 //! # Arguments
 //!
 //! After the message count: `lax` prints the RSS without checking it (the
 //! check needs Linux); `trim` calls `malloc_trim(0)` after the idle second
-//! (glibc only; nothing is left for it to do now). `strict`, the check, is
-//! the default and still accepted.
+//! (glibc only; the crate's own blocks leave it little to do). `strict`,
+//! the check, is the default and may be given explicitly.
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};

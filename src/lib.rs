@@ -110,9 +110,10 @@
 //!
 //! Every concurrency protocol here has loom models (`loom-tests/`), the
 //! queues run under Miri, and fuzz targets compare them with plain models
-//! (`fuzz/`). DESIGN notes live beside the code: each module opens with how
-//! it works, and `src/sched/README.md` explains spinning, parking and the
-//! wake rule.
+//! (`fuzz/`). Design notes live beside the code: each module opens with how
+//! it works, `src/sched/README.md` explains spinning, parking and the wake
+//! rule, and `docs/ARCHITECTURE.md` puts the parts together and lists the
+//! traps each one avoids.
 
 #![deny(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]

@@ -100,7 +100,8 @@ fn thieves_never_read_unwritten_slots() {
     }
 }
 
-/// The smallest shape of defect 1 (issue 9), repeated: a fresh ring of
+/// The smallest shape of a pop's `bottom` store left Relaxed (the deque's
+/// remedy for docs/ARCHITECTURE.md, trap 1), repeated: a fresh ring of
 /// capacity 2, a thief stealing once, and the owner's push A, push B, pop.
 /// The thief may read `bottom == 1` from the pop's own store and then slot
 /// 0: that store must carry push A.
@@ -123,7 +124,7 @@ fn thief_reading_the_pops_bottom_sees_the_pushed_slot() {
     }
 }
 
-/// Defect 1's second store, forced: thief A claims the one pushed item
+/// The pop's second `bottom` store, forced: thief A claims the one pushed item
 /// before the owner pops it, so the pop always finds the deque emptied and
 /// restores `bottom` (the undo store); only then does thief B try once. B
 /// has no happens-before edge with the owner (the flags that sequence the

@@ -5,14 +5,12 @@
 //! what it was given.
 //!
 //! `Duration::MAX` timeouts (`recv_timeout`, `call`, `send_timeout`,
-//! `shutdown`, `join_timeout`, `join_next_timeout`) and
-//! `blocking_keep_alive(Duration::MAX)` panic or wedge today; their tests
-//! are here, ignored until the fix switches them on. So are the count
-//! settings whose maximum makes `build` panic.
+//! `shutdown`, `join_timeout`, `join_next_timeout`) wait as long as it
+//! takes: a deadline computed as `Instant::now() + timeout` would overflow
+//! and panic, so none is.
 //!
 //! ```text
 //! cargo test --test promises_bounds
-//! cargo test --test promises_bounds -- --ignored   # the broken bounds
 //! ```
 
 mod common;
@@ -359,7 +357,8 @@ fn recv_timeout_zero_takes_what_was_forwarded_or_times_out() {
     s.shutdown(Duration::from_secs(1));
 }
 
-/// `recv_timeout(Duration::MAX)` waits as `recv` does (defect 8).
+/// `recv_timeout(Duration::MAX)` waits as `recv` does (no deadline
+/// overflows).
 #[test]
 fn recv_timeout_max_waits_for_the_message() {
     let (s, _) = one_worker();
@@ -405,7 +404,8 @@ fn send_timeout_zero_on_a_full_mailbox_hands_the_message_back() {
 }
 
 /// `send_timeout(Duration::MAX)` waits for room as long as it takes
-/// (defect 8): here the process is terminated, which frees its mailbox,
+/// (no deadline overflows): here the process is terminated, which frees its
+/// mailbox,
 /// and the sender learns of the end.
 #[test]
 fn send_timeout_max_waits_for_room() {
@@ -439,7 +439,7 @@ fn call_zero_times_out() {
     s.shutdown(Duration::from_secs(1));
 }
 
-/// `call(.., Duration::MAX)` waits for the reply (defect 8).
+/// `call(.., Duration::MAX)` waits for the reply (no deadline overflows).
 #[test]
 fn call_max_waits_for_the_reply() {
     let (s, log) = one_worker();
@@ -483,7 +483,8 @@ fn join_timeouts_of_zero_hand_back_or_return_at_once() {
     s.shutdown(Duration::from_secs(1));
 }
 
-/// `join_timeout(Duration::MAX)` waits for the end (defect 8).
+/// `join_timeout(Duration::MAX)` waits for the end (no deadline
+/// overflows).
 #[test]
 fn join_timeout_max_waits_for_the_end() {
     let (s, log) = one_worker();
@@ -496,7 +497,8 @@ fn join_timeout_max_waits_for_the_end() {
     s.shutdown(Duration::from_secs(1));
 }
 
-/// `join_next_timeout(Duration::MAX)` waits for the end (defect 8).
+/// `join_next_timeout(Duration::MAX)` waits for the end (no deadline
+/// overflows).
 #[test]
 fn join_next_timeout_max_waits_for_the_end() {
     let (s, log) = one_worker();
@@ -512,7 +514,8 @@ fn join_next_timeout_max_waits_for_the_end() {
 }
 
 /// `shutdown(Duration::MAX)` "returns soon after the last process has
-/// ended, not at the timeout" (src/sched/scheduler.rs:360; defect 8).
+/// ended, not at the timeout" (`Scheduler::shutdown`; no deadline
+/// overflows).
 #[test]
 fn shutdown_max_returns_once_every_process_ended() {
     let (s, log) = one_worker();

@@ -7,7 +7,6 @@
 //!
 //! ```text
 //! cargo test --test promises_settings
-//! cargo test --test promises_settings -- --ignored   # the broken bounds
 //! ```
 
 mod common;
@@ -260,7 +259,8 @@ fn blocking_keep_alive_zero_still_runs_every_command() {
 }
 
 /// `blocking_keep_alive(Duration::MAX)`: idle threads never exit on their
-/// own, and the pool still runs commands and shuts down (defect 5).
+/// own, and the pool still runs commands and shuts down (the longest
+/// keep-alive must not wedge the pool).
 #[test]
 fn blocking_keep_alive_max_runs_commands_and_shuts_down() {
     runs(

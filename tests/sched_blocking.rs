@@ -231,7 +231,8 @@ fn in_pool(scheduler: &Scheduler<Proc>) -> usize {
     blocking.busy + blocking.queued
 }
 
-/// The test: 2 workers; 1,000 processes each yield one command to a
+/// Blocking handlers leave the workers free: 2 workers; 1,000 processes
+/// each yield one command to a
 /// blocking handler that sleeps 50 ms; meanwhile two other processes make
 /// 10,000 round trips. The handlers wait for a gate the test opens only
 /// after the round trips are done, so the round trips provably ran while

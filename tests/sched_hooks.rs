@@ -1,5 +1,6 @@
-//! Proves that a panicking hook abandons only its own call (issue 9,
-//! defect 3): for each of `on_undelivered`, `on_complete`, `on_park`,
+//! Proves that a panicking hook abandons only its own call
+//! (docs/ARCHITECTURE.md, trap 9: user code in a callback): for each of
+//! `on_undelivered`, `on_complete`, `on_park`,
 //! `on_unpark`, `on_thread_start` and `on_thread_stop`, a hook that panics
 //! every time it runs leaves the scheduler whole. Each test checks that joins
 //! return the outcome the process produced, that every process completes,
@@ -7,11 +8,12 @@
 //! stuck and no timeout, that every worker thread reached its stop hook (no
 //! worker died), and that `Stats::hook_panics` counts exactly the hook calls.
 //!
-//! Before the fix, the panic unwound the worker: `on_undelivered` left its
-//! process Running forever (join hung, shutdown reported `stuck: 1`),
-//! `on_complete` lost the joiner's outcome, `on_park` left a dead worker
-//! registered as a sleeper that swallowed the next wakeup, `on_unpark` and
-//! `on_thread_start` killed the worker a wakeup or the pool depended on.
+//! A panic that unwound the worker would break each differently:
+//! `on_undelivered` would leave its process Running forever (join hangs,
+//! shutdown reports `stuck: 1`), `on_complete` would lose the joiner's
+//! outcome, `on_park` would leave a dead worker registered as a sleeper
+//! that swallows the next wakeup, `on_unpark` and `on_thread_start` would
+//! kill the worker a wakeup or the pool depends on.
 //!
 //! ```text
 //! cargo test --test sched_hooks
@@ -165,7 +167,7 @@ fn a_panicking_on_undelivered_hook_loses_no_process_and_stops_no_worker() {
     assert_eq!(join(gone, "first"), Ok(0));
     // Each sends to the finished process and to a waiting one: the live
     // message goes to the sender's `runnext` slot, which a worker unwound by
-    // the hook used to lose.
+    // the hook would lose.
     let handles: Vec<_> = (0..N)
         .map(|i| {
             let waiter = (scheduler.submit_joinable(job(), "wait", (0, Vec::new()))).unwrap();

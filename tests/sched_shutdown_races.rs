@@ -1,4 +1,5 @@
-//! Shutdown racing the creation of a process (issue 9, defect 2): a submit
+//! Shutdown racing the creation of a process (docs/ARCHITECTURE.md, trap 8:
+//! check, then act, across a phase change): a submit
 //! or a spawn whose `init` is running while shutdown runs is either refused
 //! (the process handed back) or runs and is accounted for; `shutdown` never
 //! reports a clean stop with a process it will never run, and a child
@@ -106,10 +107,11 @@ impl Process for Proc {
     }
 }
 
-/// The defect's exact shape: shutdown runs, and returns, while a submit's
-/// `init` runs. Before the fix shutdown reported a clean stop (nothing was
-/// live yet), then the submit inserted and queued the process and returned
-/// `Ok`: it never ran, its `join` hung and `live()` stayed 1.
+/// The race's exact shape: shutdown runs, and returns, while a submit's
+/// `init` runs. Without the phase check at the insert, shutdown would
+/// report a clean stop (nothing was live yet), then the submit would insert
+/// and queue the process and return `Ok`: it would never run, its `join`
+/// would hang and `live()` would stay 1.
 #[test]
 fn a_submit_whose_init_outlasts_shutdown_is_refused_and_handed_back() {
     let scheduler = Arc::new(Scheduler::<Proc>::builder().workers(2).build().unwrap());
@@ -183,8 +185,8 @@ fn submits_racing_shutdown_are_refused_or_run_to_the_end() {
 /// A step spawns a child whose `init` is still running when shutdown
 /// starts: the child is refused (the parent sees `ShuttingDown`) or it is
 /// cancelled like every other live process; either way shutdown ends
-/// without waiting out its timeout. Before the fix the child was created
-/// after shutdown's scan, got no cancel, and the shutdown timed out.
+/// without waiting out its timeout. A child created after shutdown's scan
+/// and admitted would get no cancel, and the shutdown would time out.
 #[test]
 fn a_child_spawned_as_shutdown_starts_is_refused_or_cancelled() {
     let scheduler = Scheduler::<Proc>::builder().workers(2).build().unwrap();

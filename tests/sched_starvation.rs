@@ -1,6 +1,7 @@
 //! Proves that a process queued in a worker's own deque is not starved by
-//! the worker's LIFO order while its steps keep pushing new work (issue 9,
-//! defect 7): a chain of spawns, each link spawning the next, keeps the
+//! the worker's LIFO order while its steps keep pushing new work
+//! (docs/ARCHITECTURE.md, trap 13: LIFO starves the bottom): a chain of spawns,
+//! each link spawning the next, keeps the
 //! bottom of the deque busy forever, and a process above it must still run
 //! within `61 * (d + 1)` steps of that worker, `d` being the number of
 //! processes above it.
@@ -217,13 +218,14 @@ fn wait_idle(scheduler: &Scheduler<Job>, board: &Board) {
     wait_until(&what, || scheduler.stats().live == 0);
 }
 
-/// The repro of defect 7, scaled down: one worker; a process spawns a probe,
-/// then a chain of 200,000 links, each spawning the next. The probe sits at
-/// the top of the worker's deque, the chain's link always below it.
+/// LIFO starving the bottom (docs/ARCHITECTURE.md, trap 13), scaled down:
+/// one worker; a process spawns a probe, then a chain of 200,000 links,
+/// each spawning the next. The probe sits at the top of the worker's deque,
+/// the chain's link always below it.
 ///
-/// Failed before the own-deque fairness turn: the probe saw all 200,000
-/// links (it ran when the chain ended, ~480 ms into a 10,000,000-link
-/// chain).
+/// Without the own-deque fairness turn (every 61st tick takes the oldest)
+/// the probe would see all 200,000 links: it would run only when the chain
+/// ended.
 #[test]
 fn a_process_above_a_chain_of_spawns_runs_within_61_links_on_one_worker() {
     let _turn = serial();

@@ -1,7 +1,7 @@
 //! loom models of the shutdown drain and the stranded-events report
 //! (`Shared::report_stranded`, `Drop for Shared`): deliveries racing phase
 //! EXITING, the close of their process, and a creator withdrawing its
-//! process (issue 9's last loom gap).
+//! process.
 //!
 //! **The claim.** Every event a `deliver` accepted (returned `Ok`) is
 //! reported exactly once: by the close of its process, by shutdown's drain
@@ -482,14 +482,15 @@ fn model_delivery_racing_close(protocol: Protocol) -> StdArc<Tally> {
 /// it). The stranded event is reported exactly once, the scheduler's cancel
 /// never.
 ///
-/// This is the bug the model found: `withdraw` used to pop the mailbox
-/// itself, and shutdown does not wait for a creator it did not count (the
-/// `created` it bumps in `insert` may be invisible to `live()`, and when it
-/// is visible the Relaxed decrement in `Table::withdraw` orders nothing), so
-/// that pop raced `report_stranded`'s: two consumers of one MPSC queue (a
-/// data race on its `tail`; an event reported twice, or a node freed under
-/// the other). Now `withdraw` leaves the mailbox to the drains
-/// (`canary_a_withdraw_that_drains_races_the_shutdown_drain`).
+/// Why `withdraw` leaves the mailbox to the drains: shutdown does not wait
+/// for a creator it did not count (the `created` it bumps in `insert` may
+/// be invisible to `live()`, and when it is visible the Relaxed decrement
+/// in `Table::withdraw` orders nothing), so a `withdraw` that popped the
+/// mailbox itself would race `report_stranded`'s pop: two consumers of one
+/// MPSC queue (a data race on its `tail`; an event reported twice, or a
+/// node freed under the other). The canary
+/// (`canary_a_withdraw_that_drains_races_the_shutdown_drain`) is that
+/// `withdraw`.
 ///
 /// **Where the scan starts.** The scan's load of the state word comes before
 /// the creator's `activate`, a load then a CAS: loom's DPOR never runs that
@@ -582,9 +583,8 @@ fn canary_draining_before_the_join_races_the_close() {
     });
 }
 
-/// Canary: the `withdraw` before the fix, which popped the mailbox itself,
-/// races shutdown's drain. Proves model (c) can fail, and is the bug's
-/// regression check.
+/// Canary: a `withdraw` that pops the mailbox itself races shutdown's
+/// drain. Proves model (c) can fail on that race.
 #[test]
 #[should_panic(expected = "Causality violation")]
 fn canary_a_withdraw_that_drains_races_the_shutdown_drain() {

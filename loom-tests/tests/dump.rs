@@ -16,7 +16,7 @@
 //! earlier load from the race check, so on its own loom never runs a
 //! transition before the reader's first load of the word (measured: every
 //! entry it produced was incarnation 1's), and the direction "no earlier
-//! figure under a later PID" went unchecked (the blind spot, its minimal
+//! figure under a later PID" would go unchecked (the blind spot, its minimal
 //! reproduction and the audit of the other models:
 //! `docs/proof/loom-limits.md`). So each model runs once per *milestone* of
 //! the writer: the writer counts the milestones it passed in a

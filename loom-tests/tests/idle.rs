@@ -96,7 +96,8 @@ fn two_publishers_one_sleeper() {
 // `find_local`, `park`) against publishers that push into a real
 // `GlobalQueue` and then `notify_one`, as `Scheduler::submit` does. Because
 // each publisher is a loom thread, loom also preempts it between the swap
-// and the link of its push (the half-done push, DESIGN.md trap 4): then
+// and the link of its push (docs/ARCHITECTURE.md, trap 4: a push half
+// done): then
 // `is_empty()` says "work" while a take says `Inconsistent`, and the worker
 // must neither sleep for good nor spin without letting the producer run.
 //
@@ -306,7 +307,8 @@ impl Searcher {
         }
     }
 
-    /// `Local::park`, with the back-off that defect 6 of issue 9 asks for:
+    /// `Local::park`, with its back-off (docs/ARCHITECTURE.md, trap 12: a
+    /// transient state is not work):
     /// a park cancelled because a queue *looks* non-empty (a push mid-link
     /// that no take can get yet) yields before searching again, so the
     /// preempted producer can run. Without that yield a worker that may not
@@ -398,10 +400,9 @@ fn two_spinners_race_a_half_done_push() {
 /// no one, so the spinner (or the sleeper's retry) must take it.
 ///
 /// Kills: the park re-check counting `Inconsistent` as empty (deadlock);
-/// the yield after a park cancelled for a half-done push removed, as in
-/// `worker.rs` today (defect 6 of issue 9: loom's branch limit, the
-/// non-spinning worker loops `park` -> `cancel_park` while the producer
-/// cannot run).
+/// the yield after a park cancelled for a half-done push (`worker.rs`)
+/// removed (loom's branch limit: the non-spinning worker loops `park`,
+/// `cancel_park` while the producer cannot run).
 #[test]
 fn spinner_and_sleeper_race_a_half_done_push() {
     searchers_vs_publishers(2, &[true, false], &[&[0]]);

@@ -63,7 +63,8 @@ static SAW_MID_LINK: StdAtomicBool = StdAtomicBool::new(false);
 /// A producer pushes one item while the consumer pops and then asks
 /// `is_empty`. When the pop lands in the window between the producer's swap
 /// and its link, it gets `Inconsistent` (not `Empty`), and `is_empty` still
-/// says the item is there (DESIGN.md trap 4). After a successful pop of the
+/// says the item is there (docs/ARCHITECTURE.md, trap 4). After a successful
+/// pop of the
 /// only item the queue is empty.
 #[test]
 fn is_empty_is_false_while_a_push_is_mid_link() {
@@ -343,8 +344,8 @@ fn is_empty_is_false_while_an_item_stays_queued_across_a_stub_reuse() {
 }
 
 /// `is_empty` never answers `true` while an item is queued to a caller
-/// that read the consumer's latest `tail` (issue 9 follow-up, found by the
-/// loom audit in `docs/proof/loom-limits.md`). `a` and `b` are queued; one
+/// that read the consumer's latest `tail` (a case the audit of the models
+/// in `docs/proof/loom-limits.md` asks for). `a` and `b` are queued; one
 /// thread pushes `c`, then pops `a` and `b` as the consumer. The observer,
 /// started once `b` is popped (a [`Gate`], which orders nothing), must not
 /// find the queue empty: with a Relaxed `tail` (the pop's store and

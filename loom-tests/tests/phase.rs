@@ -1,5 +1,6 @@
 //! loom models of the phase word against process creation
-//! (`stepsched::sched::phase`, issue 9 defect 2): a process created while
+//! (`stepsched::sched::phase`; docs/ARCHITECTURE.md, trap 8): a process created
+//! while
 //! shutdown begins is either withdrawn by its creator or seen, Ready, by
 //! shutdown's scan; never neither.
 //!
@@ -16,8 +17,9 @@ use stepsched::sched::phase::{Phase, EXITING, RUNNING, STOPPING};
 /// asks the phase whether it may queue it, while shutdown raises the phase
 /// and scans the slot. Either the creator is refused (and withdraws) or
 /// shutdown's scan sees the process live. Removing either SeqCst fence in
-/// `phase.rs` fails it: that is the lost process of defect 2 (shutdown
-/// reports a clean stop, the creator queues a process nobody runs).
+/// `phase.rs` fails it: that is the lost process of docs/ARCHITECTURE.md,
+/// trap 8 (shutdown reports a clean stop, the creator queues a process
+/// nobody runs).
 #[test]
 fn process_created_as_shutdown_begins_is_withdrawn_or_seen_by_the_scan() {
     loom::model(|| {

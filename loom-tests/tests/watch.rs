@@ -30,7 +30,7 @@ use stepsched::sched::watch::StepWatch;
 ///   sequence 1, then step 3's PID B, and its re-read still returns the
 ///   stale 1.
 ///
-/// `StepWatch::end`'s store was Release; the model passes with Relaxed
+/// `StepWatch::end`'s store needs no Release; the model passes with Relaxed
 /// (the next `begin`'s Release store of `pid` orders it), so it is Relaxed
 /// in the code and has no mutant.
 #[test]

@@ -8,7 +8,8 @@ use core::ptr::{self, NonNull};
 ///
 /// Slots are atomic words so that a thief may read a slot that the owner is
 /// rewriting at the same moment: the thief then loses its claim and discards
-/// what it read, and no data race has happened (DESIGN.md, trap 2).
+/// what it read, and no data race has happened (docs/ARCHITECTURE.md, trap
+/// 2: racy slot reads).
 ///
 /// **Which slots are initialised.** A thief reads positions from the `top`
 /// it loaded up to the `bottom` it loaded. Every position in that range was

@@ -60,7 +60,9 @@
 //! (`thieves_never_read_unwritten_slots`) do not. On x86 a Release store is
 //! the same `mov`.
 //!
-//! ## Why the seed's steal-half is wrong, and what replaces it
+//! ## Why a steal-half on `top` alone is wrong, and what replaces it
+//!
+//! (docs/ARCHITECTURE.md, trap 1: a steal racing a pop.)
 //!
 //! The papers prove single-item steals. Taking `k > 1` items with one CAS on
 //! `top` alone is unsound with a LIFO owner: a thief reads `top = 0` and

@@ -7,7 +7,8 @@ use core::ptr::NonNull;
 /// The deque stores every item as the raw pointer this trait produces, in an
 /// atomic slot, and turns it back into `Self` exactly once, for whoever wins
 /// the item. Storing pointers rather than `T` by value is what lets a thief
-/// read a slot it may later lose without a data race (DESIGN.md, trap 2).
+/// read a slot it may later lose without a data race
+/// (docs/ARCHITECTURE.md, trap 2: racy slot reads).
 ///
 /// Implemented for [`Box<T>`] and [`Arc<T>`](std::sync::Arc).
 ///

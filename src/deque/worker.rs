@@ -277,8 +277,9 @@ impl<T: Pointer> Worker<T> {
         // before our RMW below) and then reads the slots below it, so the
         // store must carry the pushes that wrote them, as `push`'s does;
         // with Relaxed it reads a slot unordered (uninitialised memory, or
-        // a stale item whose claim may still win: issue 9, defect 1;
-        // loom: `thief_reads_bottom_from_pops_store`). That thieves reading
+        // a stale item whose claim may still win; loom:
+        // `thief_reads_bottom_from_pops_store`, Miri's weak memory:
+        // `tests/deque_weak_memory.rs`). That thieves reading
         // `head` after the RMW in `reserve` see the lowered value is the
         // RMW's own Release (see there). A plain `mov` on x86_64.
         inner.owner.bottom.store(pos, Ordering::Release);

@@ -8,8 +8,9 @@ use core::fmt;
 ///
 /// A push is two steps: the producer swaps its node in as the newest, then
 /// links the previous newest node to it. Between the two the queue is
-/// *inconsistent*: it holds an item the consumer cannot reach yet (DESIGN.md
-/// trap 4). The consumer cannot help the producer finish, so `try_pop`
+/// *inconsistent*: it holds an item the consumer cannot reach yet
+/// (docs/ARCHITECTURE.md, trap 4: a push half done). The consumer cannot help
+/// the producer finish, so `try_pop`
 /// reports [`TryPopError::Inconsistent`] instead of waiting; the item becomes
 /// reachable as soon as that producer runs again. Callers that want the item
 /// retry later; a scheduler must not treat this state as idle.

@@ -35,7 +35,8 @@ pub(super) unsafe fn push_node<T>(head: &AtomicPtr<Node<T>>, node: *mut Node<T>,
 
 /// Step one of a push: writes `item` into `node` and makes it `head`.
 /// Returns the previous head, which must be linked to `node` exactly once
-/// (by [`link`]); until then the push is *mid-link* (DESIGN.md trap 4).
+/// (by [`link`]); until then the push is *mid-link* (docs/ARCHITECTURE.md,
+/// trap 4: a push half done).
 ///
 /// # Safety
 ///

@@ -58,7 +58,7 @@ use crate::sync::{AtomicPtr, Ordering, UnsafeCell};
 /// alone; it leaves by `push_with`, whose Release swap publishes it, or when
 /// the cache is freed.
 ///
-/// # The mid-link window (DESIGN.md trap 4)
+/// # The mid-link window (docs/ARCHITECTURE.md, trap 4)
 ///
 /// A producer preempted between its swap and its link leaves its item, and
 /// every item pushed after it, unreachable: the stub's `next` is still null.

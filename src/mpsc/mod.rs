@@ -59,14 +59,14 @@
 //!
 //! With one producer and a consumer that keeps up, the consumer polls the
 //! stub's `next`, on the line the producer writes its next link and item
-//! to, so each push waits for that line to come back (perf puts ~70% of
-//! the push at its CAS, which drains those stores). `SegQueue` pays the
-//! same round trip on its tail index, which is why 1→1 is only 1.1x to
-//! 1.4x faster than it here, against 2x to 5x with two producers. Beating
+//! to, so each push waits for that line to come back (most of the push's
+//! time is at its CAS, which drains those stores). `SegQueue` pays the
+//! same round trip on its tail index, which is why with one producer this
+//! queue gains much less over it than with two. Beating
 //! it by more would take a consumer that reads in batches, which a linked
 //! list with this `pop` and `is_empty` does not allow.
 //!
-//! # The mid-link window (DESIGN.md trap 4)
+//! # The mid-link window (docs/ARCHITECTURE.md, trap 4)
 //!
 //! A producer preempted after its swap (or CAS) and before its link leaves
 //! an item that is in the queue but unreachable: the stub's `next` is still
@@ -77,7 +77,8 @@
 //! links, so it reports *not empty* during the window: a worker that checks
 //! `is_empty` before parking will not sleep on that item.
 //!
-//! For the lost-wakeup protocol (DESIGN.md trap 5) the write that counts is
+//! For the lost-wakeup protocol (docs/ARCHITECTURE.md, trap 5) the write that
+//! counts is
 //! the producer's swap or CAS of `head` and the read that counts is
 //! `is_empty`'s load of `head`. With the protocol's SeqCst fences (producer: push, fence,
 //! read the sleepers; worker: announce, fence, `is_empty`), either the
@@ -396,7 +397,8 @@ impl<T> Queue<T> {
         // What `true` guarantees (pop-generation): every push whose claim
         // of `head` is no later, in `head`'s modification order, than the
         // value we read (a push that happens before the call, or one the
-        // SeqCst fences of DESIGN.md trap 5 put there) was popped: our load
+        // SeqCst fences of docs/ARCHITECTURE.md's trap 5 put there) was
+        // popped: our load
         // of `tail` read a store made by its pop or a later one. Suppose a
         // push `x` was not: `stub` precedes `x`'s node in the list, so
         // `head == stub`, read after `x`'s claim, is that address claimed

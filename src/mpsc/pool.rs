@@ -360,16 +360,13 @@ std::thread_local! {
 /// thread maps its blocks anew.
 ///
 /// Why not every thread: where nodes flow between workers (one carves,
-/// the other frees), the carver taking the freed blocks made the `links`
-/// bench's `apart` pairs faster (median 109 -> 82 ns a pair, eight
-/// alternations of the builds before and after); but a sender outside the
-/// workers that took the blocks its consumer freed made the `flood` bench
-/// slower (median 74 -> 95 ns a message, 18 and 14 runs), although it then
-/// made a twelfth of the `mmap`s. How is not pinned down: not the first
-/// writes' misses on lines the consumer last held (prefetching each line
-/// of a taken block for writing did not help: 86-92 ns). With only
-/// workers taking, the flood is as before (median 74.5 against 74.7 ns,
-/// five alternations).
+/// the other frees), the carver taking the freed blocks makes the `links`
+/// bench's `apart` pairs faster; but a sender outside the workers that
+/// takes the blocks its consumer freed makes the `flood` bench slower,
+/// although it then maps far fewer blocks. Why is not pinned down: not the
+/// first writes' misses on lines the consumer last held (prefetching each
+/// line of a taken block for writing does not help). With only workers
+/// taking, the flood costs what it costs with no spares at all.
 #[cfg(not(loom))]
 pub(crate) fn take_spares_on_this_thread() {
     // A thread whose thread-locals are being torn down keeps mapping.

@@ -6,12 +6,11 @@ use super::Queue;
 
 /// A handle for one thread that pushes into a [`Queue`].
 ///
-/// It pushes exactly as [`Queue::push`] does. It used to keep a private
-/// chain of recycled nodes; since a `Queue` carves its nodes out of shared
-/// blocks (`block.rs`), a plain push already avoids the allocator and
-/// touches no state but the producers' own cache line, so the handle has
-/// nothing left to save. It stays for code written against it, and as the
-/// place a per-thread optimisation would go. Items pushed through any mix
+/// It pushes exactly as [`Queue::push`] does: a `Queue` carves its nodes
+/// out of shared blocks (`block.rs`), so a plain push already avoids the
+/// allocator and touches no state but the producers' own cache line, and
+/// a handle has nothing more to save. It is the place a per-thread
+/// optimisation would go. Items pushed through any mix
 /// of handles and `Queue::push` keep each thread's order.
 ///
 /// # Examples

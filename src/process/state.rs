@@ -41,9 +41,9 @@
 //! step) and then drains the queue. That is the store-buffer pattern: with
 //! only a load on the notifier's side, the notifier can read the old
 //! lifecycle (Ready) while the worker's drain misses the push, and the step
-//! ends Idle with the event queued and nobody left to wake it. This
-//! happened (a ping-pong stalled about once in 1,600 rounds, the kick sent
-//! while its target was still queued from `submit`) and loom finds it
+//! ends Idle with the event queued and nobody left to wake it (a ping-pong
+//! whose kick is sent while its target is still queued from `submit`
+//! stalls so: `tests/soak_ping_pong.rs`), and loom finds it
 //! (`message_to_a_queued_process_is_seen_by_its_step_or_wakes_it` and two
 //! siblings in `loom-tests/tests/state.rs`). With a write, the notifier's
 //! RMW and the worker's CAS are ordered in the word's modification order:

@@ -2,6 +2,7 @@
 //! `cargo xtask mutate --help`) and the README's "Ordering mutation".
 
 mod checks;
+mod history;
 mod lex;
 mod lists;
 mod mutants;
@@ -17,7 +18,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 const HELP: &str = "\
-cargo xtask mutate: atomic-ordering mutation testing for stepsched (issue 9).
+cargo xtask mutate: atomic-ordering mutation testing for stepsched.
 
 For every atomic ordering and fence in src/ (not src/fuzzing/, tests.rs files
 or #[cfg(test)] items) it makes mutants one step weaker: SeqCst->AcqRel for
@@ -160,6 +161,10 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
 }
 
 fn main() -> ExitCode {
+    if std::env::args().nth(1).as_deref() == Some("no-history") {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+        return ExitCode::from(history::main(root));
+    }
     let args = match parse(std::env::args().skip(1)) {
         Ok(a) => a,
         Err(e) if e.is_empty() => {

@@ -1,5 +1,5 @@
 %% Monitors and links on the BEAM, the same three shapes as
-%% `benches/peers/src/bin/links.rs` (issue 12), to run side by side with it:
+%% `benches/peers/src/bin/links.rs`, to run side by side with it:
 %%
 %%   erlc -o /tmp benches/peers/erlang/links.erl
 %%   erl -noshell +S 2 -pa /tmp -s links main -s init stop

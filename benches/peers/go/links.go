@@ -1,6 +1,6 @@
 // Knowing when a goroutine ends, in Go: the nearest Go has to a monitor is
 // a done channel closed by the goroutine as it ends. Two of the shapes of
-// `benches/peers/src/bin/links.rs` (issue 12), to run side by side with it:
+// `benches/peers/src/bin/links.rs`, to run side by side with it:
 //
 //		GOMAXPROCS=2 go run benches/peers/go/links.go
 //

@@ -64,7 +64,8 @@ models! {
         assert_all_dropped(2);
     }
 
-    /// DESIGN.md trap 1, scaled to a reach of 2. Four items; a thief reads
+    /// docs/ARCHITECTURE.md, trap 1 (a steal racing a pop), scaled to a
+    /// reach of 2. Four items; a thief reads
     /// `top = 0` and `bottom = 4` and prepares to claim items 0 and 1.
     /// Meanwhile the owner pops 3, 2 and 1 (only the last is within reach
     /// of `top`) and pushes a new item 4 into position 1. If the thief's CAS
@@ -138,7 +139,7 @@ models! {
         assert_all_dropped(2);
     }
 
-    /// Defect 1 of issue 9: push, push, pop on the owner against one
+    /// The pop's `bottom` store: push, push, pop on the owner against one
     /// `steal`, capacity 2. The thief loads `head` before the pop's RMW,
     /// then reads `bottom == 1` *from the pop's own store*, reads slot 0 and
     /// wins its CAS before the pop's RMW. That store must be Release: with

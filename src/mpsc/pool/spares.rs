@@ -6,16 +6,15 @@
 //! Nodes often flow one way between threads: a process on one worker
 //! sends a stream of requests or messages to a process on the other, whose
 //! worker frees the nodes (its node cache full) while the sender's worker
-//! carves new ones (its cache empty). Each 16 KiB block then cost an
-//! `mmap`, two or three `munmap`s and four page faults, and each `munmap`
-//! of a block the other worker had touched made the kernel interrupt that
-//! worker to flush its TLB. In the `links` bench's `apart` shape (issue 12:
-//! monitor and demonitor requests from one worker to processes on the
-//! other) that was 4,144 `mmap`s, 8,241 `munmap`s and 16,616 page faults
-//! for 4M requests (`perf stat`), and about a sixth of the samples were
-//! the kernel's TLB shootdowns, mapping lock and page faults; with a few
+//! carves new ones (its cache empty). Without spares each 16 KiB block
+//! then costs an `mmap`, two or three `munmap`s and four page faults, and
+//! each `munmap` of a block the other worker had touched makes the kernel
+//! interrupt that worker to flush its TLB. In the `links` bench's `apart`
+//! shape (monitor and demonitor requests from one worker to processes on
+//! the other) the kernel's TLB shootdowns, mapping lock and page faults
+//! are then a large part of the run (`perf stat` shows them); with a few
 //! free blocks kept, the carving worker takes the block the other just
-//! freed: 486, 909 and 1,984 (figures in the README, "Measured"). Any
+//! freed, and most of those system calls and faults go away. Any
 //! thread puts the blocks it frees here; only the workers take them
 //! (`take_spares_on_this_thread` in `pool.rs` says why).
 //!

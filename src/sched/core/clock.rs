@@ -2,7 +2,8 @@
 //!
 //! Reading the OS clock (`Instant::now`) costs tens of nanoseconds (a vDSO
 //! `clock_gettime` with a TSC clocksource, and more on virtual machines
-//! without one): more than two bare `Continue` steps. So process slots are stamped with this clock instead: one
+//! without one): more than two bare `Continue` steps. So process slots are
+//! stamped with this clock instead: one
 //! word of milliseconds since the scheduler started, which steps read with
 //! a Relaxed load and which the following refresh:
 //!

@@ -47,7 +47,8 @@ pub const BATCH: usize = 16;
 ///
 /// [`GlobalQueue::is_empty`] is the MPSC queue's: a few loads, no lock, no
 /// token, and it reports an item whose push is still mid-link as present
-/// (docs/ARCHITECTURE.md, trap 4: a push half done). An exact or even approximate length would cost every
+/// (docs/ARCHITECTURE.md, trap 4: a push half done). An exact or even
+/// approximate length would cost every
 /// push one more contended read-modify-write, on a counter every producer
 /// and consumer shares; the scheduler only needs "is there anything", so we
 /// do not pay for it.
@@ -104,7 +105,8 @@ pub enum Take<T> {
     /// Another consumer holds the token; this one did not wait.
     Busy,
     /// The next item's push is between its swap and its link
-    /// (docs/ARCHITECTURE.md, trap 4: a push half done); it becomes takeable as soon as that producer runs.
+    /// (docs/ARCHITECTURE.md, trap 4: a push half done); it becomes takeable as
+    /// soon as that producer runs.
     Inconsistent,
     /// `first` is the caller's to run; `moved` more went to the sink.
     Taken {

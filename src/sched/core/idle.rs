@@ -12,7 +12,8 @@
 //!   `state`, under the `sleepers` lock), `fence(SeqCst)`, then look at every
 //!   queue once more; only if all are empty, wait on its own parker.
 //!
-//! The two fences are the Dekker pattern (docs/ARCHITECTURE.md, trap 5: a lost wakeup at park): in the SeqCst
+//! The two fences are the Dekker pattern (docs/ARCHITECTURE.md, trap 5: a lost
+//! wakeup at park): in the SeqCst
 //! order one of them comes first. If the publisher's does, the worker's
 //! re-check sees the work; if the worker's does, the publisher sees the
 //! sleeper and wakes it. Either way no work is left with every worker asleep.

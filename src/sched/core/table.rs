@@ -65,8 +65,9 @@ pub(crate) enum Item<P: Process> {
 /// figures a step stamps. The dump's queued counters, off by default, come
 /// after. The body follows; with its rarely used parts
 /// behind one pointer (`body.rs`), a slot is three lines for a small
-/// process (a unit test holds `Slot` to that for a 16-byte one). Unaligned,
-/// a slot straddled lines at random and a ping-pong ran 3% slower.
+/// process (a unit test holds `Slot` to that for a 16-byte one). Aligned,
+/// so that a slot never straddles lines at random, which a ping-pong
+/// would pay for.
 #[repr(C, align(64))]
 pub(crate) struct Slot<P: Process> {
     /// Events for the process. Any thread pushes; the worker holding the

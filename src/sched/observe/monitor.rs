@@ -24,7 +24,8 @@
 //! 3. **Free the work behind it.** While the step overruns, every tick in
 //!    which the stuck worker's deque or inject queue holds work wakes a
 //!    parked worker if none is spinning, so that the work is stolen
-//!    (docs/ARCHITECTURE.md, trap 6: a long step). Processes in the stuck worker's private `runnext`
+//!    (docs/ARCHITECTURE.md, trap 6: a long step). Processes in the stuck
+//!    worker's private `runnext`
 //!    slot and *continue* FIFO cannot be stolen; they wait for the step.
 //!
 //! # What a worker pays

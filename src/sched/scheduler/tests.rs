@@ -126,7 +126,8 @@ fn a_half_done_push_makes_idle_workers_back_off_not_spin_on_the_sleepers_lock() 
 /// zero and then drains every mailbox (`report_stranded`). A `withdraw`
 /// that popped the slot's mailbox itself would be a second consumer of one
 /// mailbox, and nothing would order its pop before the drain's
-/// (`Table::withdraw` gives the live count back with a Relaxed decrement). The two never overlap in time
+/// (`Table::withdraw` gives the live count back with a Relaxed decrement).
+/// The two never overlap in time
 /// here, but Miri's and TSan's race detectors see the missing
 /// happens-before on the mailbox's `tail`: with such a `withdraw`, Miri
 /// reports "Data race detected" with seeds 1, 2 and 3 (with seed 0 the

@@ -95,10 +95,9 @@ const NODE_CACHE: usize = 256;
 /// default, 1 MiB for small messages), so that a step that sends a burst
 /// (a fan-out to 10,000 processes, a monitor churn) and the steps that
 /// drain its replies recycle each other's nodes instead of freeing and
-/// allocating them. With two steps' worth, `malloc` and `free` were ~10% of
-/// `fan_out_fan_in`'s samples and the instructions 13% more (callgrind);
-/// with 256, a third of `links`'s pair churn. A bound, so it comes back
-/// after a burst.
+/// allocating them. A smaller cache (two steps' worth, or only 256) leaves
+/// `malloc` and `free` a large share of a fan-out's and of a monitor
+/// churn's cost. A bound, so it comes back after a burst.
 fn node_cache(events_per_step: usize) -> usize {
     events_per_step.saturating_mul(16).max(NODE_CACHE)
 }

@@ -1,5 +1,5 @@
 //! Side-by-side: message round-trip latency between two processes while
-//! blocking calls run (issue 11's `blocking_mix`), against the same round
+//! blocking calls run (`blocking_mix`), against the same round
 //! trips with none (`blocking_mix_off`); stepsched with a
 //! `Builder::blocking_handler`, tokio with `spawn_blocking`, both with 2
 //! worker threads and the default blocking pool (512 threads, 10 s
@@ -29,7 +29,7 @@
 //! calls were still in flight when the last round trip ended (0 would mean
 //! the load was over before the measure, and the row is not what it
 //! claims). Last, `blocking_mix`'s p99 over `blocking_mix_off`'s for each
-//! system (issue 11's goal for stepsched: at most 2).
+//! system (the target for stepsched: at most 2).
 //!
 //! ```text
 //! cargo run --release -p stepsched-peers --bin blocking                  # full size, 5 rounds

@@ -7,7 +7,7 @@
 //! N=20000 ROUNDS=1 cargo run --release -p stepsched-peers --bin deque   # smoke
 //! ```
 //!
-//! Scenarios (the issue's Performance list):
+//! Scenarios:
 //!
 //! 1. `push_pop`: the owner pushes N items then pops N; ns per push+pop pair.
 //! 2. `steal_half`: the owner keeps pushing (while fewer than 256 items are

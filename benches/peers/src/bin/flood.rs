@@ -1,4 +1,4 @@
-//! Side-by-side: issue 11's `flood`. One outside thread pushes N messages
+//! Side-by-side: `flood`. One outside thread pushes N messages
 //! through a 1,000-message bounded queue to one consumer, retrying on
 //! "full" (with `thread::yield_now`, the same for both), until every
 //! message is accepted; the time per accepted message, and how far the

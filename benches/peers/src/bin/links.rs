@@ -1,4 +1,4 @@
-//! Monitors and links (issue 12), stepsched against tokio:
+//! Monitors and links, stepsched against tokio:
 //!
 //! - `pair`: the cost of one `monitor` + `demonitor` pair, made by one
 //!   process against an idle one, 1,000 pairs per step, as the BEAM side
@@ -54,9 +54,8 @@
 //! GOMAXPROCS=2 go run benches/peers/go/links.go
 //! ```
 //!
-//! Workers: 2 for both. Anchors from the issue (2 cores): pair BEAM 149 ns;
-//! Down p50/p99 tokio 90-100 ns / 5.8-8.5 µs, BEAM 701 / 902 ns; chain per
-//! process tokio 223 ns, BEAM 1,125 ns.
+//! Workers: 2 for both. The current figures are in the generated benchmark
+//! report (`docs/benchmarks.md`).
 //!
 //! ```text
 //! cargo run --release -p stepsched-peers --bin links              # full
@@ -477,7 +476,7 @@ fn main() {
     // at a time, the two threads' spinning hand-off never ends.
     if ours_on && tokio_on {
         println!(
-            "cross-core round trip: {} (swings ~100 to ~500+ on a shared VM: see README, \"Measured\")",
+            "cross-core round trip: {} (swings several-fold on a shared VM)",
             stepsched_peers::core_round_trip()
         );
     }

@@ -1,5 +1,5 @@
 //! Side-by-side: the `stepsched` scheduler against tokio's multi-thread
-//! runtime, both with 2 worker threads, on the five scenarios of issue 4:
+//! runtime, both with 2 worker threads, on five scenarios:
 //!
 //! | scenario         | size (SCALE=1)              | one op       |
 //! |------------------|-----------------------------|--------------|
@@ -269,7 +269,7 @@ fn main() {
         std::env::var("STEPSCHED_TRACE").unwrap_or_else(|_| "(unset: tracing off)".into())
     );
     println!(
-        "cross-core round trip: {} (swings ~100 to ~500+ on a shared VM: see README, \"Measured\")",
+        "cross-core round trip: {} (swings several-fold on a shared VM)",
         stepsched_peers::core_round_trip()
     );
     println!(

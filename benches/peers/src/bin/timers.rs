@@ -1,4 +1,4 @@
-//! Side-by-side: timers (issue 10), stepsched against tokio, both with 2
+//! Side-by-side: timers, stepsched against tokio, both with 2
 //! worker threads.
 //!
 //! | scenario          | size (SCALE=1)                                          |

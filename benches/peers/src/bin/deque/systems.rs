@@ -124,7 +124,7 @@ pub(crate) fn from_crossbeam(s: crossbeam_deque::Steal<Item>) -> Got {
 }
 
 /// st3 0.4 `lifo::Worker` (bounded). Batches take `n - n/2` of `n` items, as
-/// the issue specifies; with `cap32` at most 32, like the others.
+/// the scenario specifies; with `cap32` at most 32, like the others.
 pub(crate) struct St3 {
     pub(crate) cap32: bool,
 }
