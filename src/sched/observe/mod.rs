@@ -13,6 +13,8 @@ pub(crate) mod hooks;
 #[cfg(not(loom))]
 pub(crate) mod monitor;
 #[cfg(not(loom))]
+mod ring;
+#[cfg(not(loom))]
 pub(crate) mod stats;
 #[cfg(not(loom))]
 pub(crate) mod ticks;
