@@ -1,0 +1,103 @@
+//! The builder's hooks: the embedder's code called on the workers' start,
+//! stop, park and unpark, on each process's end, and on each event that
+//! reached no process.
+
+use super::Builder;
+use crate::process::{Event, Outcome, Pid, Process};
+#[cfg(doc)]
+use crate::sched::Scheduler;
+
+impl<P: Process> Builder<P> {
+    /// Runs on each worker thread as it starts, with the worker's index.
+    ///
+    /// If it panics, the panic is contained and counted in
+    /// [`Stats::hook_panics`](crate::sched::Stats::hook_panics), and the worker
+    /// starts all the same. It must return: until it does, the worker takes
+    /// no work (others may steal what is queued for it), and
+    /// [`Scheduler::shutdown`] joins the thread.
+    pub fn on_thread_start(mut self, f: impl Fn(usize) + Send + Sync + 'static) -> Self {
+        self.hooks.on_thread_start = Some(Box::new(f));
+        self
+    }
+
+    /// Runs on each worker thread as it stops, with the worker's index,
+    /// after its last process.
+    ///
+    /// If it panics, the panic is contained and counted in
+    /// [`Stats::hook_panics`](crate::sched::Stats::hook_panics); the thread exits
+    /// normally. It must return: [`Scheduler::shutdown`] joins the thread
+    /// and waits for it.
+    pub fn on_thread_stop(mut self, f: impl Fn(usize) + Send + Sync + 'static) -> Self {
+        self.hooks.on_thread_stop = Some(Box::new(f));
+        self
+    }
+
+    /// Runs on a worker thread that found no work, just before it goes to
+    /// park, with the worker's index. The worker registers as a sleeper
+    /// only after the hook returns, and may then withdraw (work appeared);
+    /// [`on_unpark`](Builder::on_unpark) runs after either, so the two
+    /// always pair.
+    ///
+    /// If it panics, the panic is contained and counted in
+    /// [`Stats::hook_panics`](crate::sched::Stats::hook_panics), and the worker
+    /// parks as usual. If it blocks, only this worker waits: it is not yet
+    /// registered as a sleeper, so no wakeup is sent to it meanwhile. It
+    /// must return for shutdown to join the thread.
+    pub fn on_park(mut self, f: impl Fn(usize) + Send + Sync + 'static) -> Self {
+        self.hooks.on_park = Some(Box::new(f));
+        self
+    }
+
+    /// Runs on a worker thread just after it wakes from a park, or
+    /// withdraws from one, with the worker's index (see
+    /// [`on_park`](Builder::on_park)).
+    ///
+    /// If it panics, the panic is contained and counted in
+    /// [`Stats::hook_panics`](crate::sched::Stats::hook_panics), and the worker
+    /// goes on looking for work. While it blocks, the worker does not take
+    /// the work it may have been woken for; other workers can still steal
+    /// it once they search. It must return for shutdown to join the thread.
+    pub fn on_unpark(mut self, f: impl Fn(usize) + Send + Sync + 'static) -> Self {
+        self.hooks.on_unpark = Some(Box::new(f));
+        self
+    }
+
+    /// Runs on the worker whenever a process ends, with its outcome, after
+    /// the process is closed and its slot freed and before its
+    /// [`JoinHandle`](crate::sched::JoinHandle) gets the outcome.
+    ///
+    /// If it panics, the panic is contained and counted in
+    /// [`Stats::hook_panics`](crate::sched::Stats::hook_panics): the outcome still
+    /// reaches the join handle, and the worker goes on. It should not
+    /// block: the join handle waits for it, and so does the worker's next
+    /// process.
+    pub fn on_complete(mut self, f: impl Fn(Pid, &Outcome<P>) + Send + Sync + 'static) -> Self {
+        self.hooks.on_complete = Some(Box::new(f));
+        self
+    }
+
+    /// Receives every event that was accepted but reached no process (its
+    /// target ended first), and messages sent from a step to a process that
+    /// cannot take them: nothing is dropped silently. The scheduler's own
+    /// `Event::Cancel`s (a shutdown's or a terminate's, meant for the
+    /// process alone) are not reported, nor are the timer events of a
+    /// process that ended (a `send_after` message is).
+    ///
+    /// It runs on the worker that found the event (while it holds the
+    /// process the event was for, or closes it), or at the end of
+    /// [`Scheduler::shutdown`] on its caller's thread. An event whose
+    /// delivery raced its target's end (accepted, then queued after the
+    /// closing worker's last look at the mailbox) waits in the slot until
+    /// the next process there finds it, or until the shutdown: reported
+    /// late, with no bound on how late in a scheduler whose slot is not
+    /// reused, but never lost. If it panics, the
+    /// panic is contained and counted in
+    /// [`Stats::hook_panics`](crate::sched::Stats::hook_panics), the event is
+    /// dropped (it is counted in [`Stats::undelivered`](crate::sched::Stats::undelivered)
+    /// in any case), and the worker carries on with the process. It should
+    /// not block: the worker and the process it holds wait for it.
+    pub fn on_undelivered(mut self, f: impl Fn(Pid, Event<P>) + Send + Sync + 'static) -> Self {
+        self.hooks.on_undelivered = Some(Box::new(f));
+        self
+    }
+}
