@@ -31,7 +31,7 @@ then benches/peers/go/links.go with `go`, then benches/peers/erlang/links.erl
 with `erlc`/`erl`) ROUNDS times, taking each figure's median. Every program
 runs with the same GLIBC_TUNABLES. A peer that cannot run (`go` or `erl`
 missing: apt-get install golang-go erlang-base) is reported as not measured.
-With the defaults it takes about 5 minutes on 2 cores.
+With the defaults it takes about 2 minutes on 2 cores, the build apart.
 
 USAGE:
   cargo xtask bench-report [--rounds N] [--scale F] [--scenarios A,B] [--out PATH]
@@ -245,6 +245,7 @@ fn run(root: &Path, o: &Options, selected: &[&'static Scenario]) -> Result<(), S
         ));
     }
     not_measured.dedup();
+    let ran_on = ran_on(&machine);
     let ctx = render::Context {
         command: command_line(o),
         date: shell(&["date", "-u", "+%Y-%m-%d %H:%M UTC"]).unwrap_or_else(|| "(no date)".into()),
@@ -254,12 +255,24 @@ fn run(root: &Path, o: &Options, selected: &[&'static Scenario]) -> Result<(), S
         tunables: TUNABLES.into(),
         machine,
         not_measured,
+        ran_on,
     };
     let rows = render::rows(selected, &samples);
     let doc = render::document(&ctx, &rows);
     let out = root.join(o.out.clone().unwrap_or_else(|| "docs/benchmarks.md".into()));
     std::fs::write(&out, &doc).map_err(|e| format!("{}: {e}", out.display()))?;
     print!("{}", render::table(&rows));
+    // The README's table follows docs/benchmarks.md, and only a full run.
+    if o.out.is_none() && o.scenarios.is_none() {
+        let path = root.join("README.md");
+        let readme = std::fs::read_to_string(&path).map_err(|e| format!("README.md: {e}"))?;
+        match render::splice(&readme, &render::ratio_table(&rows, &ctx.ran_on)) {
+            Some(new) => std::fs::write(&path, new).map_err(|e| format!("README.md: {e}"))?,
+            None => eprintln!("bench-report: README.md has no table markers; left as it is"),
+        }
+    } else {
+        eprintln!("bench-report: a partial run (--scenarios or --out): README.md left as it is");
+    }
     eprintln!("bench-report: wrote {} ({})", out.display(), ctx.took);
     Ok(())
 }
@@ -372,6 +385,33 @@ fn took(d: Duration) -> String {
     } else {
         format!("{s} s")
     }
+}
+
+/// `Measured on 2 CPUs (AMD EPYC), Debian ...; rustc 1.95.0, tokio ...`:
+/// the README's line, without the date (docs/benchmarks.md has it) and
+/// with each toolchain's version alone.
+fn ran_on(machine: &[(String, String)]) -> String {
+    let get = |prefix: &str| {
+        machine
+            .iter()
+            .find(|(name, _)| name.starts_with(prefix))
+            .map(|(_, value)| value.as_str())
+            .unwrap_or("?")
+    };
+    let rustc: Vec<&str> = get("rustc").split_whitespace().take(2).collect();
+    let go = get("Go")
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("go1"))
+        .map_or_else(|| format!("Go {}", get("Go")), |v| format!("Go 1{v}"));
+    format!(
+        "Measured on {} CPUs ({}), {}; {}, tokio {}, {go}, Erlang/OTP {}.",
+        get("CPUs"),
+        get("CPU model"),
+        get("OS"),
+        rustc.join(" "),
+        get("tokio"),
+        get("Erlang"),
+    )
 }
 
 /// The machine and the toolchains, as `name: value` lines.

@@ -66,7 +66,7 @@ pub fn figure(value: f64, unit: Unit) -> String {
     match unit {
         Unit::Bytes => format!("{value:.0} B"),
         Unit::Nanos if value >= 1e6 => format!("{:.2} ms", value / 1e6),
-        Unit::Nanos if value >= 1e4 => format!("{:.1} µs", value / 1e3),
+        Unit::Nanos if value >= 1e3 => format!("{:.2} µs", value / 1e3),
         Unit::Nanos => format!("{value:.1} ns"),
     }
 }
@@ -109,6 +109,60 @@ pub fn table(rows: &[Row]) -> String {
     t
 }
 
+/// The README's copy of the table is kept between these two lines, which
+/// the command rewrites (see [`splice`]).
+pub const README_BEGIN: &str =
+    "<!-- bench-report: begin. Written by `cargo xtask bench-report` from docs/benchmarks.md; do not edit. -->";
+/// See [`README_BEGIN`].
+pub const README_END: &str = "<!-- bench-report: end -->";
+
+/// Rows the README leaves out: `wake_up_p99` is one percentile of one
+/// measurement, which a single stall of the machine moves by orders of
+/// magnitude; docs/benchmarks.md keeps it.
+const NOT_IN_README: &[&str] = &["wake_up_p99"];
+
+/// The README's table: each peer's ratio only, then where it ran.
+pub fn ratio_table(rows: &[Row], ran_on: &str) -> String {
+    let names: Vec<String> = System::PEERS
+        .iter()
+        .map(|p| format!("{} / stepsched", p.name()))
+        .collect();
+    let mut t = format!(
+        "| scenario | one op | {} |\n|---|---|---:|---:|---:|\n",
+        names.join(" | ")
+    );
+    for row in rows
+        .iter()
+        .filter(|r| !NOT_IN_README.contains(&r.scenario.key))
+    {
+        let cells: Vec<String> = row
+            .peers
+            .iter()
+            .map(|cell| match (cell, row.ours) {
+                (Cell::Value(v), Some(o)) if o > 0.0 => format!("{:.2}x", v / o),
+                (Cell::Value(_), _) | (Cell::NotMeasured, _) => "not measured".into(),
+                (Cell::NoProgram, _) => "-".into(),
+            })
+            .collect();
+        t.push_str(&format!(
+            "| `{}` | {} | {} |\n",
+            row.scenario.key,
+            row.scenario.op,
+            cells.join(" | ")
+        ));
+    }
+    t.push_str(&format!("\n{ran_on}\n"));
+    t
+}
+
+/// `readme` with what lies between [`README_BEGIN`] and [`README_END`]
+/// replaced by `block`; `None` if the markers are not there, in order.
+pub fn splice(readme: &str, block: &str) -> Option<String> {
+    let begin = readme.find(README_BEGIN)? + README_BEGIN.len();
+    let end = begin + readme[begin..].find(README_END)?;
+    Some(format!("{}\n{}{}", &readme[..begin], block, &readme[end..]))
+}
+
 /// Where and how the figures were taken: the document's other parts.
 pub struct Context {
     /// The command that reproduces the run.
@@ -125,6 +179,18 @@ pub struct Context {
     pub machine: Vec<(String, String)>,
     /// Why a peer, or a program, gave no figures.
     pub not_measured: Vec<String>,
+    /// One sentence: when and on what the figures were taken (for the
+    /// README).
+    pub ran_on: String,
+}
+
+/// `n`, or `n x scale` when the sizes were scaled.
+fn scaled(n: &str, scale: f64) -> String {
+    if scale == 1.0 {
+        n.to_string()
+    } else {
+        format!("{n} x {scale}")
+    }
 }
 
 /// The whole of docs/benchmarks.md.
@@ -175,19 +241,29 @@ pub fn document(ctx: &Context, rows: &[Row]) -> String {
          figures, measured once: the RSS growth over 100,000 idle processes \
          (tokio: tasks each waiting on its own channel) in a fresh child \
          process, and the percentiles of the latency from an outside send to \
-         the start of the receiving step with both workers parked.\n",
+         the start of the receiving step with both workers parked (1,000 \
+         samples at scale 1, 100 at least).\n",
     );
     d.push_str(&format!(
         "- The monitor and link scenarios (`benches/peers/src/bin/links.rs`, \
          `benches/peers/go/links.go`, `benches/peers/erlang/links.erl`): {} \
          rounds, each running the Rust program (stepsched, then tokio), then \
          Go, then the BEAM; a figure is the median over the rounds. Within a \
-         round, `apart` is the mean over 1,000,000 x {} pairs (the BEAM: \
-         1,000,000 `monitor` + `demonitor` pairs); `down_*` are percentiles of \
-         20,000 x {} samples (Go and the BEAM: 20,000), each window holding one \
-         clock read on every side; `chain` is the median of 20 chains.\n",
-        ctx.rounds, ctx.scale, ctx.scale
+         round, `apart` is the mean over {} pairs (the BEAM: 1,000,000 \
+         `monitor` + `demonitor` pairs); `down_*` are percentiles of {} \
+         samples (Go and the BEAM: 20,000), each window holding one clock read \
+         on every side; `chain` is the median of 20 chains.\n",
+        ctx.rounds,
+        scaled("1,000,000", ctx.scale),
+        scaled("20,000", ctx.scale)
     ));
+    d.push_str(
+        "- What each scenario does on each system is in the doc comment of its \
+         program. tokio and Go have no monitors or links: in `down` a \
+         `JoinHandle` awaited (tokio) or a done channel (Go) stands in, and in \
+         `chain` each task or goroutine waits for the previous one's end by \
+         hand.\n",
+    );
     if !ctx.not_measured.is_empty() {
         d.push_str("\nNot measured in this run:\n\n");
         for why in &ctx.not_measured {

@@ -144,7 +144,7 @@ fn the_table_has_a_row_per_scenario_with_each_peers_ratio() {
             "| `ping_pong` | a message round trip between two processes | 346.8 ns | 731.7 ns (2.11x) | - | - |",
             "| `idle_process` | memory of an idle process (bytes) | 353 B | 1279 B (3.62x) | - | - |",
             "| `apart` | a monitor + demonitor pair, each request sent | 341.8 ns | - | - | 523.6 ns (1.53x) |",
-            "| `chain` | a 1,000-link chain torn down, per process | 103.6 ns | 244.8 ns (2.36x) | not measured | 3622.1 ns (34.96x) |",
+            "| `chain` | a 1,000-link chain torn down, per process | 103.6 ns | 244.8 ns (2.36x) | not measured | 3.62 µs (34.96x) |",
         ]
     );
 }
@@ -153,7 +153,8 @@ fn the_table_has_a_row_per_scenario_with_each_peers_ratio() {
 fn figures_keep_their_unit() {
     use scenarios::Unit;
     assert_eq!(render::figure(14.25, Unit::Nanos), "14.2 ns");
-    assert_eq!(render::figure(19_100.0, Unit::Nanos), "19.1 µs");
+    assert_eq!(render::figure(1352.0, Unit::Nanos), "1.35 µs");
+    assert_eq!(render::figure(19_100.0, Unit::Nanos), "19.10 µs");
     assert_eq!(render::figure(8_184_000.0, Unit::Nanos), "8.18 ms");
     assert_eq!(render::figure(15_970_000.0, Unit::Nanos), "15.97 ms");
     assert_eq!(render::figure(352.6, Unit::Bytes), "353 B");
@@ -170,6 +171,7 @@ fn the_document_says_it_is_generated_and_by_what() {
         tunables: super::TUNABLES.into(),
         machine: vec![("CPUs (`nproc`)".into(), "2".into())],
         not_measured: vec!["Go: `go` not found".into()],
+        ran_on: "Measured on 2 CPUs.".into(),
     };
     let selected = scenarios::select("down").unwrap();
     let doc = render::document(&ctx, &render::rows(&selected, &parse::links(LINKS)));
@@ -221,5 +223,63 @@ fn options_and_the_command_that_reproduces_them() {
             "fan_out_fan_in",
             "chain"
         ]
+    );
+}
+
+#[test]
+fn the_readme_gets_the_ratios_between_its_markers_and_nothing_else_changes() {
+    let selected = scenarios::select("ping_pong,wake_up,chain").unwrap();
+    let mut s = parse::scheduler(SCHEDULER);
+    s.extend(parse::links(LINKS));
+    let block = render::ratio_table(&render::rows(&selected, &s), "Measured on 2030-01-01.");
+    assert_eq!(
+        block.lines().collect::<Vec<_>>(),
+        [
+            "| scenario | one op | tokio / stepsched | Go / stepsched | BEAM / stepsched |",
+            "|---|---|---:|---:|---:|",
+            "| `ping_pong` | a message round trip between two processes | 2.11x | - | - |",
+            "| `wake_up_p50` | wake-up of a parked scheduler by a message, p50 | 1.01x | - | - |",
+            "| `chain` | a 1,000-link chain torn down, per process | 2.36x | not measured | not measured |",
+            "",
+            "Measured on 2030-01-01.",
+        ]
+    );
+    let readme = format!(
+        "# Title\n\nBefore.\n\n{}\nold table\n{}\n\nAfter.\n",
+        render::README_BEGIN,
+        render::README_END
+    );
+    let new = render::splice(&readme, &block).unwrap();
+    assert_eq!(
+        new,
+        format!(
+            "# Title\n\nBefore.\n\n{}\n{block}{}\n\nAfter.\n",
+            render::README_BEGIN,
+            render::README_END
+        )
+    );
+    // Spliced again, the same: the block replaces itself.
+    assert_eq!(render::splice(&new, &block).unwrap(), new);
+    assert_eq!(render::splice("no markers", &block), None);
+}
+
+#[test]
+fn the_readme_line_names_the_machine_and_each_version_without_a_date() {
+    let machine: Vec<(String, String)> = [
+        ("CPUs (`nproc`)", "2"),
+        ("CPU model (/proc/cpuinfo)", "AMD EPYC"),
+        ("OS", "Debian GNU/Linux 12 (bookworm), Linux 6.1"),
+        ("rustc", "rustc 1.95.0 (59807616e 2026-04-14)"),
+        ("tokio", "1.54.1"),
+        ("Go", "go version go1.19.8 linux/amd64"),
+        ("Erlang/OTP", "25"),
+    ]
+    .iter()
+    .map(|(a, b)| (a.to_string(), b.to_string()))
+    .collect();
+    assert_eq!(
+        super::ran_on(&machine),
+        "Measured on 2 CPUs (AMD EPYC), Debian GNU/Linux 12 (bookworm), Linux 6.1; \
+         rustc 1.95.0, tokio 1.54.1, Go 1.19.8, Erlang/OTP 25."
     );
 }
