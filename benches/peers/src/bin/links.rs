@@ -477,7 +477,7 @@ fn main() {
     // at a time, the two threads' spinning hand-off never ends.
     if ours_on && tokio_on {
         println!(
-            "cross-core round trip: {} (swings ~100 to ~500+ on a shared VM: see README, \"Measured\")",
+            "cross-core round trip: {} (swings ~100 to ~500+ on a shared VM: see docs/benchmarks.md)",
             stepsched_peers::core_round_trip()
         );
     }

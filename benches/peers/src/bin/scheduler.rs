@@ -269,7 +269,7 @@ fn main() {
         std::env::var("STEPSCHED_TRACE").unwrap_or_else(|_| "(unset: tracing off)".into())
     );
     println!(
-        "cross-core round trip: {} (swings ~100 to ~500+ on a shared VM: see README, \"Measured\")",
+        "cross-core round trip: {} (swings ~100 to ~500+ on a shared VM: see docs/benchmarks.md)",
         stepsched_peers::core_round_trip()
     );
     println!(
