@@ -348,7 +348,12 @@ impl Peers {
 /// stderr as progress), or why it failed.
 fn output(cmd: &mut Command, what: &str) -> Result<String, String> {
     cmd.env("GLIBC_TUNABLES", TUNABLES);
-    let r = cmd.output().map_err(|e| format!("{what}: {e}"))?;
+    let r = cmd.output().map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => {
+            format!("`{}` not found", cmd.get_program().to_string_lossy())
+        }
+        _ => format!("{what}: {e}"),
+    })?;
     let out = String::from_utf8_lossy(&r.stdout).into_owned();
     eprint!("{out}");
     if !r.status.success() {

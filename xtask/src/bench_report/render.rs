@@ -2,7 +2,7 @@
 //! processes): the medians, the table and the text around it.
 
 use super::parse::Sample;
-use super::scenarios::{Scenario, System, Unit};
+use super::scenarios::{Scenario, Source, System, Unit};
 
 /// A peer's cell.
 #[derive(Clone, Debug, PartialEq)]
@@ -227,43 +227,55 @@ pub fn document(ctx: &Context, rows: &[Row]) -> String {
          `GLIBC_TUNABLES={}`.\n",
         ctx.tunables
     ));
-    d.push_str(&format!(
-        "- The scheduler scenarios (`benches/peers/src/bin/scheduler.rs`, \
-         `SCALE={}`, `ROUNDS={}`): each scenario builds each system once, runs \
-         one untimed warm-up round, then {} timed rounds, the systems \
-         alternating round by round so that a drift of the machine hits both; \
-         the figure is the median round divided by its operations. Every \
-         scenario checks its result, so a broken run cannot look fast.\n",
-        ctx.scale, ctx.rounds, ctx.rounds
-    ));
-    d.push_str(
-        "- `idle_process` and `wake_up_*` come from the same program's resource \
+    let ran = |source| rows.iter().any(|r| r.scenario.source == source);
+    let timed = match ctx.rounds {
+        1 => "1 timed round".to_string(),
+        n => format!("{n} timed rounds"),
+    };
+    if ran(Source::Scheduler) {
+        d.push_str(&format!(
+            "- The scheduler scenarios (`benches/peers/src/bin/scheduler.rs`, \
+             `SCALE={}`, `ROUNDS={}`): each scenario builds each system once, runs \
+             one untimed warm-up round, then {timed}, the systems \
+             alternating round by round so that a drift of the machine hits both; \
+             the figure is the median round divided by its operations. Every \
+             scenario checks its result, so a broken run cannot look fast.\n",
+            ctx.scale, ctx.rounds
+        ));
+        d.push_str(
+            "- `idle_process` and `wake_up_*` come from the same program's resource \
          figures, measured once: the RSS growth over 100,000 idle processes \
          (tokio: tasks each waiting on its own channel) in a fresh child \
          process, and the percentiles of the latency from an outside send to \
          the start of the receiving step with both workers parked (1,000 \
          samples at scale 1, 100 at least).\n",
-    );
-    d.push_str(&format!(
-        "- The monitor and link scenarios (`benches/peers/src/bin/links.rs`, \
-         `benches/peers/go/links.go`, `benches/peers/erlang/links.erl`): {} \
-         rounds, each running the Rust program (stepsched, then tokio), then \
+        );
+    }
+    if ran(Source::Links) {
+        d.push_str(&format!(
+            "- The monitor and link scenarios (`benches/peers/src/bin/links.rs`, \
+         `benches/peers/go/links.go`, `benches/peers/erlang/links.erl`): {}, \
+         each running the Rust program (stepsched, then tokio), then \
          Go, then the BEAM; a figure is the median over the rounds. Within a \
          round, `apart` is the mean over {} pairs (the BEAM: 1,000,000 \
          `monitor` + `demonitor` pairs); `down_*` are percentiles of {} \
          samples (Go and the BEAM: 20,000), each window holding one clock read \
          on every side; `chain` is the median of 20 chains.\n",
-        ctx.rounds,
-        scaled("1,000,000", ctx.scale),
-        scaled("20,000", ctx.scale)
-    ));
-    d.push_str(
-        "- What each scenario does on each system is in the doc comment of its \
+            match ctx.rounds {
+                1 => "1 round".to_string(),
+                n => format!("{n} rounds"),
+            },
+            scaled("1,000,000", ctx.scale),
+            scaled("20,000", ctx.scale)
+        ));
+        d.push_str(
+            "- What each scenario does on each system is in the doc comment of its \
          program. tokio and Go have no monitors or links: in `down` a \
          `JoinHandle` awaited (tokio) or a done channel (Go) stands in, and in \
          `chain` each task or goroutine waits for the previous one's end by \
          hand.\n",
-    );
+        );
+    }
     if !ctx.not_measured.is_empty() {
         d.push_str("\nNot measured in this run:\n\n");
         for why in &ctx.not_measured {

@@ -183,6 +183,9 @@ fn the_document_says_it_is_generated_and_by_what() {
     assert!(doc.contains("- CPUs (`nproc`): 2\n"));
     assert!(doc.contains(super::TUNABLES));
     assert!(doc.contains("- Go: `go` not found\n"));
+    // Only the programs that ran are described.
+    assert!(doc.contains("`benches/peers/erlang/links.erl`): 3 rounds, each running"));
+    assert!(!doc.contains("The scheduler scenarios"));
 }
 
 #[test]
