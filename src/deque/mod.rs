@@ -25,6 +25,37 @@
 //! assert_eq!(owner.pop().map(|b| *b), Some(5));
 //! ```
 //!
+//! # Guarantees
+//!
+//! - **Order.** The owner pushes and pops at the bottom, newest first
+//!   (LIFO); thieves take from the top, oldest first (FIFO).
+//! - **Exactly once.** Every item pushed is returned once, by `pop` or by a
+//!   steal, or dropped once with the deque: never twice, never lost. This
+//!   holds for [`Stealer::steal_half_into`] too, which claims
+//!   `min(ceil(len / 2), MAX_STEAL)` items with exactly one successful CAS
+//!   and is linearizable with the owner's LIFO `pop`, even when a thief's
+//!   view of the deque is stale while the owner pops and pushes (the
+//!   interleaving explained below, which breaks the naive design).
+//! - **Cheap for the owner.** `push` performs no atomic read-modify-write;
+//!   `pop` performs one (a second, at times, within [`MAX_STEAL`] of the
+//!   top; see "Which pops invalidate").
+//! - **Thieves of a busy owner do not retry.** Only a pop within
+//!   [`MAX_STEAL`] positions of the top can fail a thief's claim: an owner
+//!   holding more than `MAX_STEAL` items never makes its thieves retry.
+//! - **Meaningful results.** `pop` returns `None` only when the deque is
+//!   empty; a steal returns [`Steal::Empty`] only when it found the deque
+//!   empty, and [`Steal::Retry`] only after losing a race to another thief
+//!   or to the owner.
+//! - **No data race**, even on a slot a thief reads and then discards:
+//!   slots are atomic words.
+//! - **Bounded memory.** A full ring grows to twice its size; replaced rings
+//!   are retired, not freed, until the deque drops (or a growth finds no
+//!   `Stealer` left), so the deque holds less than twice its largest ring.
+//!   It never shrinks.
+//!
+//! The sections below give the protocol behind each of these and the
+//! argument that it holds; "Proof" names the models that check them.
+//!
 //! # The algorithm
 //!
 //! Positions are wrapping `u32` counters into a power-of-two ring of atomic

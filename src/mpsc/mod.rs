@@ -18,6 +18,34 @@
 //! Both run the same list operations (`list.rs`); what follows describes
 //! them and `Queue`'s additions.
 //!
+//! # Guarantees
+//!
+//! - **FIFO per producer.** Items from one producer arrive in the order it
+//!   pushed them; items from different producers arrive in the order their
+//!   pushes took `head`.
+//! - **Wait-free push, from any thread.** A [`Queue::push`] claims the next
+//!   node of a shared block with one CAS (retried only when another push
+//!   won, at most 8 times), then writes the item and the link with two
+//!   plain stores; a push that loses 8 CASes in a row swaps `head` into a
+//!   block of its own, which cannot fail. The allocator is called once per
+//!   block (about 250 word-sized items), not per push. A [`Mailbox`] push is
+//!   Vyukov's exactly: one swap and one store.
+//! - **A pop never waits.** `pop` (one consumer at a time, hence `unsafe`)
+//!   returns `None` while a producer is preempted between taking `head` and
+//!   linking its node, and `try_pop` then says
+//!   [`TryPopError::Inconsistent`] rather than [`TryPopError::Empty`]: the
+//!   item is there, and becomes reachable when that producer runs again. A
+//!   caller must not treat `Inconsistent` as idle.
+//! - **`is_empty` from any thread, never falsely empty.**
+//!   [`Queue::is_empty`] is `false` from the moment a push takes `head`,
+//!   mid-link included, so a worker that checks it before parking cannot
+//!   sleep on an item.
+//! - **Nothing lost at drop.** Dropping a queue drops every remaining item
+//!   exactly once.
+//! - **No allocation per message in a mailbox.** A [`Mailbox`]'s nodes come
+//!   from the caller's [`NodeCache`], so a worker that receives and sends
+//!   reuses the same nodes across every mailbox it touches.
+//!
 //! # How it works
 //!
 //! The algorithm is D. Vyukov's *Intrusive MPSC node-based queue*

@@ -5,11 +5,11 @@
 //! - `loom:<file>`: the loom models in `loom-tests/tests/<file>.rs` (or
 //!   `<file>/main.rs` and its modules), built with `RUSTFLAGS="--cfg loom"`
 //!   in release and run with `LOOM_MAX_PREEMPTIONS=3` (unless set), target
-//!   dir `target/loom` (the README's loom command's, so that loom itself is
+//!   dir `target/loom` (CONTRIBUTING.md's loom command's, so that loom itself is
 //!   built once);
 //! - `test:<file>`: the integration tests `tests/<file>.rs` (or
 //!   `tests/<file>/main.rs` and its modules) in release, target dir
-//!   `target` (the README's release builds'): for the scheduler code loom
+//!   `target` (the plain release builds'): for the scheduler code loom
 //!   does not build, these are the stress and protocol tests that can see a
 //!   lost wakeup, a lost process or a hang;
 //! - `miri:<file>`: `cargo +nightly miri test --test <file>` over seeds

@@ -1,6 +1,10 @@
-//! `cargo xtask`: repository tools for stepsched. See `HELP` (or
-//! `cargo xtask mutate --help`) and the README's "Ordering mutation".
+//! `cargo xtask`: repository tools for stepsched. `cargo xtask mutate`, the
+//! ordering-mutation tool (see `HELP`, or `cargo xtask mutate --help`, and
+//! CONTRIBUTING.md's "Ordering mutation"); `cargo xtask bench-report`, which
+//! runs the peer benches and writes docs/benchmarks.md (see
+//! [`bench_report`]).
 
+mod bench_report;
 mod checks;
 mod history;
 mod lex;
@@ -74,6 +78,8 @@ move); its key is file::Type::fn::receiver.method[/ok|/fail]#n:from->to, where
 n counts identical calls earlier in the same fn. survivors.md, relaxed.md and
 --resume use keys. Exit status: 0, or 1 if a mutant survived unlisted (or
 --check failed), 2 on a usage error or a failing baseline.
+
+The other command, `cargo xtask bench-report`, has its own --help.
 ";
 
 struct Args {
@@ -161,11 +167,20 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
 }
 
 fn main() -> ExitCode {
-    if std::env::args().nth(1).as_deref() == Some("no-history") {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-        return ExitCode::from(history::main(root));
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives in the workspace root")
+        .to_path_buf();
+    let mut words = std::env::args().skip(1).peekable();
+    match words.peek().map(String::as_str) {
+        Some("bench-report") => {
+            words.next();
+            return ExitCode::from(bench_report::main(&root, words));
+        }
+        Some("no-history") => return ExitCode::from(history::main(&root)),
+        _ => {}
     }
-    let args = match parse(std::env::args().skip(1)) {
+    let args = match parse(words) {
         Ok(a) => a,
         Err(e) if e.is_empty() => {
             print!("{HELP}");
@@ -176,10 +191,6 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("xtask lives in the workspace root")
-        .to_path_buf();
     let (sites, mutants) = scan_all(&root, &args.files);
     let code = if args.list_relaxed {
         list_relaxed(&root, &sites, args.check, args.strict)

@@ -476,7 +476,7 @@ fn main() {
     // at a time, the two threads' spinning hand-off never ends.
     if ours_on && tokio_on {
         println!(
-            "cross-core round trip: {} (swings several-fold on a shared VM)",
+            "cross-core round trip: {} (swings several-fold on a shared VM: see docs/benchmarks.md)",
             stepsched_peers::core_round_trip()
         );
     }

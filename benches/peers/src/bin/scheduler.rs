@@ -269,7 +269,7 @@ fn main() {
         std::env::var("STEPSCHED_TRACE").unwrap_or_else(|_| "(unset: tracing off)".into())
     );
     println!(
-        "cross-core round trip: {} (swings several-fold on a shared VM)",
+        "cross-core round trip: {} (swings several-fold on a shared VM: see docs/benchmarks.md)",
         stepsched_peers::core_round_trip()
     );
     println!(
