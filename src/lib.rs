@@ -131,6 +131,11 @@ pub mod sched;
 #[doc(hidden)]
 pub mod fuzzing;
 
+// Internals for the crate's own tests: not public API, outside semver.
+#[doc(hidden)]
+#[path = "internals.rs"]
+pub mod __internals;
+
 /// The README's examples, compiled and run as doc tests.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]

@@ -1,5 +1,5 @@
 //! loom models of the process dump's read of a slot
-//! (`stepsched::sched::figures`): an entry never pairs one incarnation's
+//! (`src/sched/figures.rs`): an entry never pairs one incarnation's
 //! PID with a figure written for another (the incarnation rule), and the
 //! queued-events figure never underflows.
 //!
@@ -37,9 +37,11 @@
 
 use loom::sync::Arc;
 use loom::thread;
+use stepsched::__internals::{
+    AfterStep, Entry, Figures, Park, QueueCounts, Start, StateWord, TimerCount,
+};
 use stepsched::mpsc::Mailbox;
-use stepsched::process::state::{AfterStep, Lifecycle, Park, Start, StateWord};
-use stepsched::sched::figures::{Entry, Figures, QueueCounts, TimerCount};
+use stepsched::process::Lifecycle;
 use stepsched_loom_tests::Gate;
 
 /// A process slot as the dump sees it.

@@ -1,5 +1,5 @@
 //! loom models of the phase word against process creation
-//! (`stepsched::sched::phase`, issue 9 defect 2): a process created while
+//! (`src/sched/phase.rs`): a process created while
 //! shutdown begins is either withdrawn by its creator or seen, Ready, by
 //! shutdown's scan; never neither.
 //!
@@ -9,8 +9,8 @@
 
 use loom::sync::Arc;
 use loom::thread;
-use stepsched::process::state::{Lifecycle, StateWord};
-use stepsched::sched::phase::{Phase, EXITING, RUNNING, STOPPING};
+use stepsched::__internals::{Phase, StateWord, EXITING, RUNNING, STOPPING};
+use stepsched::process::Lifecycle;
 
 /// One creator makes a slot Ready (as `Table::insert` does, `activate`) and
 /// asks the phase whether it may queue it, while shutdown raises the phase

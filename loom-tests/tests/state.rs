@@ -1,4 +1,4 @@
-//! loom models of the per-process state word (`stepsched::process::state`)
+//! loom models of the per-process state word (`src/process/state/`)
 //! together with the process's event queue: every event pushed is seen by a
 //! later step, and the process is queued exactly once.
 //!
@@ -19,8 +19,9 @@
 use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
+use stepsched::__internals::{AfterStep, Notify, Park, Start, StateWord, Wake};
 use stepsched::mpsc::{Mailbox, NodeCache};
-use stepsched::process::state::{AfterStep, Lifecycle, Notify, Park, Start, StateWord, Wake};
+use stepsched::process::Lifecycle;
 
 /// A process slot in miniature: the state word and the event queue.
 struct Proc {

@@ -22,8 +22,8 @@ use loom::cell::UnsafeCell;
 use loom::sync::atomic::{AtomicU32, Ordering};
 use loom::sync::Arc;
 use loom::thread;
-use stepsched::process::state::{AfterStep, Lifecycle, Notify, Park, Start, StateWord, Wake};
-use stepsched::sched::slab::{FreeList, Pages};
+use stepsched::__internals::{AfterStep, FreeList, Notify, Pages, Park, Start, StateWord, Wake};
+use stepsched::process::Lifecycle;
 
 /// A process slot in miniature (`table::Slot`).
 struct Slot {

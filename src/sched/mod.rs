@@ -3,7 +3,7 @@
 //! A [`Scheduler`] owns a fixed pool of workers. Each worker owns a local
 //! [deque](crate::deque) (LIFO for itself, stealable by the others) and an
 //! inject queue for processes woken from outside with affinity to it; a
-//! [global run queue](GlobalQueue) takes new submissions. The order in
+//! global run queue (`global.rs`) takes new submissions. The order in
 //! which a worker searches them, how idle workers spin and park without
 //! losing a wakeup, and how shutdown proceeds are described in
 //! `src/sched/README.md` and in the docs of each part.
@@ -39,7 +39,7 @@
 //! in [`Stats::worker_panics`] and [`ShutdownReport::worker_panics`], and
 //! the process the worker held is closed as `Panicked`.
 
-mod global;
+pub(crate) mod global;
 
 #[cfg(not(loom))]
 mod blocking;
@@ -85,25 +85,18 @@ mod worker;
 // The idle protocol, the phase word, the process table's pages and free
 // list, the process dump's figures and read, the long-step monitor's
 // seqlock, and the monitors' and links' bookkeeping are modelled by loom,
-// so they build in both worlds.
-#[doc(hidden)]
-pub mod bound;
-#[doc(hidden)]
-pub mod figures;
-#[doc(hidden)]
-pub mod idle;
-#[doc(hidden)]
-pub mod links;
-#[doc(hidden)]
-pub mod phase;
-#[doc(hidden)]
-pub mod slab;
-#[doc(hidden)]
-pub mod timer;
-#[doc(hidden)]
-pub mod watch;
+// so they build in both worlds. The loom models reach them through
+// `crate::__internals`.
+pub(crate) mod bound;
+pub(crate) mod figures;
+pub(crate) mod idle;
+pub(crate) mod links;
+pub(crate) mod phase;
+pub(crate) mod slab;
+pub(crate) mod timer;
+pub(crate) mod watch;
 
-pub use global::{GlobalQueue, Take, BATCH};
+pub(crate) use global::Take;
 
 #[cfg(not(loom))]
 pub use blocking::{DEFAULT_BLOCKING_KEEP_ALIVE, DEFAULT_MAX_BLOCKING_THREADS};

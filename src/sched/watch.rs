@@ -43,6 +43,7 @@ pub struct StepWatch {
 
 impl StepWatch {
     /// No step yet: sequence number 0, no preemption request.
+    #[cfg(loom)]
     pub fn new() -> Self {
         Self::default()
     }

@@ -155,7 +155,7 @@ impl fmt::Display for Finding {
 /// The defect a panic's message, location and thread point to.
 pub(crate) fn classify_panic(message: &str, file: &str, thread: &str) -> Option<Defect> {
     let overflow = message.contains("overflow when adding duration");
-    if file.ends_with("process/state.rs") && message.contains("not Ready") {
+    if file.ends_with("process/state/transitions.rs") && message.contains("not Ready") {
         Some(Defect::MailboxStartRace)
     } else if overflow && thread == "stepsched-blocking" {
         Some(Defect::KeepAliveMax)

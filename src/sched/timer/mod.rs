@@ -103,11 +103,6 @@ pub struct Inner<M> {
 }
 
 impl<M> Inner<M> {
-    /// The wheel.
-    pub fn wheel(&self) -> &Wheel {
-        &self.wheel
-    }
-
     /// Takes the message of a fired or cancelled `Send` entry.
     pub fn take_message(&mut self, fired: &Fired) -> Option<M> {
         debug_assert_eq!(fired.kind, TimerKind::Send);

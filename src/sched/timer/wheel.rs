@@ -154,19 +154,15 @@ impl Wheel {
     }
 
     /// Entries pending.
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.len
     }
 
     /// Whether no entry is pending.
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.len == 0
-    }
-
-    /// Bytes the wheel holds (for the memory figure of the bench).
-    pub fn bytes(&self) -> usize {
-        self.entries.capacity() * core::mem::size_of::<Entry>()
-            + (self.heads.len() + self.tails.len()) * 4
     }
 
     /// Moves an empty wheel's time to `now`. Without it, a wheel whose
