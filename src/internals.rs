@@ -14,6 +14,77 @@
 //!   bounded mailbox's count; the timing wheel; the monitors' and links'
 //!   bookkeeping; the long-step monitor's seqlock; the node pool's live
 //!   count and spare blocks.
+//!
+//! # What stays out of the public API
+//!
+//! `Lifecycle`, the state a process dump reports, is public
+//! ([`process::Lifecycle`](crate::process::Lifecycle)); the rest of the
+//! state word is not:
+//!
+//! ```
+//! use stepsched::process::Lifecycle;
+//! assert_ne!(Lifecycle::Idle, Lifecycle::Running);
+//! ```
+//!
+//! None of the internal protocols is reachable by its own path (each block
+//! below must fail to compile), and the loom-only part of this module is
+//! not in a normal build (the last one):
+//!
+//! ```compile_fail
+//! use stepsched::process::state::StateWord;
+//! ```
+//!
+//! ```compile_fail
+//! use stepsched::sched::GlobalQueue;
+//! ```
+//!
+//! ```compile_fail
+//! use stepsched::sched::Take;
+//! ```
+//!
+//! ```compile_fail
+//! use stepsched::sched::BATCH;
+//! ```
+//!
+//! ```compile_fail
+//! use stepsched::sched::bound::Bound;
+//! ```
+//!
+//! ```compile_fail
+//! use stepsched::sched::figures::Figures;
+//! ```
+//!
+//! ```compile_fail
+//! use stepsched::sched::idle::Idle;
+//! ```
+//!
+//! ```compile_fail
+//! use stepsched::sched::links::Links;
+//! ```
+//!
+//! ```compile_fail
+//! use stepsched::sched::phase::Phase;
+//! ```
+//!
+//! ```compile_fail
+//! use stepsched::sched::slab::FreeList;
+//! ```
+//!
+//! ```compile_fail
+//! use stepsched::sched::timer::TimerWheel;
+//! ```
+//!
+//! ```compile_fail
+//! use stepsched::sched::watch::StepWatch;
+//! ```
+//!
+//! ```compile_fail
+//! use stepsched::mpsc::pool::Live;
+//! ```
+//!
+//! ```compile_fail
+//! use stepsched::__internals::StateWord;
+//! ```
 
 pub use crate::sched::global::{GlobalQueue, Take, BATCH};
 pub use crate::sched::idle::Idle;

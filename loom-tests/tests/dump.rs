@@ -121,7 +121,7 @@ impl Slot {
 /// Kills these ordering mutants (each weakened by hand or by
 /// `cargo xtask mutate`, the model fails with the assertion below):
 ///
-/// - `src/process/state.rs::StateWord::load::0.load#0:Acquire->Relaxed`:
+/// - `src/process/state/transitions.rs::StateWord::load::0.load#0:Acquire->Relaxed`:
 ///   the dump's first read sees generation 1 but the figure loads miss its
 ///   reset and return incarnation 1's (stamp 1003, 2 steps, worker 1; from
 ///   milestone 2 on);
