@@ -92,7 +92,7 @@ pub use crate::sched::idle::Idle;
 #[cfg(loom)]
 pub use crate::mpsc::pool::{Live, Spares};
 #[cfg(loom)]
-pub use crate::process::state::{AfterStep, Notify, Park, Start, StateWord, Wake};
+pub use crate::process::state::{AfterStep, Notify, Park, Snapshot, Start, StateWord, Wake};
 #[cfg(loom)]
 pub use crate::sched::bound::{Bound, Room};
 #[cfg(loom)]

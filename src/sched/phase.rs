@@ -31,7 +31,7 @@ pub const RUNNING: usize = 0;
 /// `shutdown` started: no new processes; cancels sent.
 pub const STOPPING: usize = 1;
 /// The shutdown timeout passed: every process a worker starts is closed.
-pub const FORCING: usize = 2;
+pub(crate) const FORCING: usize = 2;
 /// Workers exit.
 pub const EXITING: usize = 3;
 

@@ -4,7 +4,7 @@
 
 use core::fmt;
 
-pub(super) const LIFECYCLE: u64 = 0b111;
+const LIFECYCLE: u64 = 0b111;
 pub(super) const WOKEN: u64 = 1 << 3;
 pub(super) const MESSAGED: u64 = 1 << 4;
 pub(super) const TERMINATE: u64 = 1 << 5;
@@ -17,7 +17,7 @@ pub(super) const GENERATION_SHIFT: u32 = 32;
 /// reused every 300 ns, one worker's spawn-and-finish loop, would otherwise
 /// wrap its 32-bit generation in about 21 minutes.) Retiring costs one slot
 /// per 2^32 reuses of it.
-pub const LAST_GENERATION: u32 = u32::MAX;
+pub(crate) const LAST_GENERATION: u32 = u32::MAX;
 
 /// Where a process is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

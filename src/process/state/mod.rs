@@ -60,5 +60,6 @@
 mod layout;
 mod transitions;
 
-pub use layout::{Lifecycle, Snapshot, LAST_GENERATION};
+pub(crate) use layout::LAST_GENERATION;
+pub use layout::{Lifecycle, Snapshot};
 pub use transitions::{AfterStep, Notify, Park, Start, StateWord, Wake};
