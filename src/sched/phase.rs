@@ -22,7 +22,8 @@
 //! withdraws the process, handing it back. Both may happen (the withdrawn
 //! process's cancel stays in its mailbox and is dropped by the
 //! stranded-events report); neither missing is impossible. loom:
-//! `loom-tests/tests/phase.rs`. Built under loom, hence `#[doc(hidden)] pub`.
+//! `loom-tests/tests/phase.rs`. Built under loom; the model reaches it
+//! through `crate::__internals`.
 
 use crate::sync::{fence, AtomicUsize, Ordering};
 

@@ -20,7 +20,7 @@
 //! after it in program order. An even number carries nothing else.
 //!
 //! loom: `loom-tests/tests/watch.rs` (the monitor is not built under loom;
-//! this file is, hence `#[doc(hidden)] pub`).
+//! this file is, and the model reaches it through `crate::__internals`).
 
 use crate::process::Pid;
 use crate::sync::{AtomicU64, Ordering};
