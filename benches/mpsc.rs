@@ -35,8 +35,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use stepsched::__internals::{GlobalQueue, Take};
 use stepsched::mpsc::{Mailbox, NodeCache, Queue};
-use stepsched::sched::{GlobalQueue, Take};
 
 const ROUND: u64 = 1000;
 

@@ -86,7 +86,8 @@
 //! # Modules
 //!
 //! - [`process`]: the [`Process`](process::Process) trait, events, step
-//!   output, PIDs and the per-process state word; several kinds of process
+//!   output, PIDs and a process's [`Lifecycle`](process::Lifecycle) (its
+//!   states, which the process dump reports); several kinds of process
 //!   in one scheduler ([`process::kinds`], the [`kinds!`] macro); monitors
 //!   and links ([`StepOutput::monitor`](process::StepOutput::monitor),
 //!   [`Event::Down`](process::Event::Down), [`ExitReason`](process::ExitReason);
@@ -131,6 +132,11 @@ pub mod sched;
 #[cfg(any(test, fuzzing))]
 #[doc(hidden)]
 pub mod fuzzing;
+
+// Internals for the crate's own tests: not public API, outside semver.
+#[doc(hidden)]
+#[path = "internals.rs"]
+pub mod __internals;
 
 /// The README's examples, compiled and run as doc tests.
 #[cfg(doctest)]

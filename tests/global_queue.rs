@@ -1,12 +1,13 @@
-//! Behaviour and stress tests for `stepsched::sched::GlobalQueue`.
+//! Behaviour and stress tests for the global run queue (`GlobalQueue`,
+//! `src/sched/global.rs`, reached through the crate's hidden `__internals`).
 //!
 //! Sizes shrink under Miri (`cfg!(miri)`); a normal run takes a second or two.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 
+use stepsched::__internals::{GlobalQueue, Take, BATCH};
 use stepsched::deque::Worker;
-use stepsched::sched::{GlobalQueue, Take, BATCH};
 
 #[test]
 fn take_moves_one_plus_batch_onto_a_local_deque() {

@@ -384,9 +384,8 @@ fn a_full_mailbox(s: &Scheduler<Script>, log: &Log) -> Pid {
         .unwrap();
     s.send(p, op(|out| out.set_status(Status::Wait))).unwrap();
     wait_until("it to wait", || {
-        info(s, p).is_some_and(|i| {
-            i.steps >= 1 && i.state == stepsched::process::state::Lifecycle::Blocked
-        })
+        info(s, p)
+            .is_some_and(|i| i.steps >= 1 && i.state == stepsched::process::Lifecycle::Blocked)
     });
     s.send(p, Msg::Note(1)).unwrap();
     p

@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
-use stepsched::process::state::Lifecycle;
+use stepsched::process::Lifecycle;
 use stepsched::process::{Command, Event, Pid, Process, ProcessError, Status, StepOutput};
 use stepsched::sched::{CallError, JoinSet, ProcessInfo, Scheduler};
 

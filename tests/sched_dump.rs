@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use stepsched::process::state::Lifecycle;
+use stepsched::process::Lifecycle;
 use stepsched::process::{Event, NoCommand, Pid, Process, Status, StepOutput};
 use stepsched::sched::{ProcessInfo, Scheduler};
 

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use stepsched::process::state::Lifecycle;
+use stepsched::process::Lifecycle;
 use stepsched::process::{Event, NoCommand, Process, Status, StepOutput};
 use stepsched::sched::Scheduler;
 

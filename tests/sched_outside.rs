@@ -405,9 +405,10 @@ fn a_dropped_receiver_reports_what_its_queue_still_held() {
     let pid = inbox.pid();
     scheduler.send(pid, Msg::Value(7)).unwrap();
     common::wait_until("the forward", || {
-        scheduler.processes().iter().any(|p| {
-            p.pid == pid && p.steps >= 1 && p.state == stepsched::process::state::Lifecycle::Idle
-        })
+        scheduler
+            .processes()
+            .iter()
+            .any(|p| p.pid == pid && p.steps >= 1 && p.state == stepsched::process::Lifecycle::Idle)
     });
     drop(inbox);
     common::wait_until("the receiver to end", || scheduler.live() == 0);
@@ -491,7 +492,7 @@ fn a_receiver_dropped_with_a_forward_pending_reports_the_message() {
         scheduler
             .processes()
             .iter()
-            .any(|p| p.pid == server && p.state == stepsched::process::state::Lifecycle::Running)
+            .any(|p| p.pid == server && p.state == stepsched::process::Lifecycle::Running)
     });
     scheduler.send(pid, Msg::Value(9)).unwrap();
     drop(inbox);

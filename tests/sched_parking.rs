@@ -215,15 +215,15 @@ fn a_storm_of_park_wake_cycles_on_three_workers_keeps_every_worker_alive() {
 
 /// The mechanism behind `shutdown_of_thousands_of_idle_processes_keeps_every_worker_thread_alive`
 /// (tests/sched_shutdown.rs), driven step by step through the idle
-/// protocol's hidden public API (`stepsched::sched::idle`, public for the
-/// loom models): a worker that was busy during `wake_all` must not keep a
+/// protocol's own API (`stepsched::__internals::Idle`, hidden, for the
+/// crate's tests): a worker that was busy during `wake_all` must not keep a
 /// wakeup flag, or its next `park` returns at once while it is still
 /// registered as a sleeper, and the sleeper count drifts above the worker
 /// count. Failed before commit 20e09ce (`wake_all` unparked every worker,
 /// parked or not).
 #[test]
 fn wake_all_leaves_no_stale_wakeup_for_a_worker_that_was_not_parked() {
-    use stepsched::sched::idle::Idle;
+    use stepsched::__internals::Idle;
     let idle = Arc::new(Idle::new(2));
     idle.wake_all(); // shutdown's close_waiting, while worker 0 is busy
                      // Worker 0 later runs out of work and goes to sleep.

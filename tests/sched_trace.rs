@@ -18,7 +18,7 @@ use std::sync::{mpsc, Mutex};
 use std::thread;
 use std::time::Duration;
 
-use stepsched::process::state::Lifecycle;
+use stepsched::process::Lifecycle;
 use stepsched::process::{Command, Event, Process, StepOutput};
 use stepsched::sched::{Completer, Scheduler};
 

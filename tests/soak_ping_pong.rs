@@ -7,7 +7,7 @@
 //!
 //! This is the workload that found a lost wakeup: a notify that only
 //! *read* the state word could miss a step that was starting (the
-//! notify-writes invariant in `stepsched::process::state`, and its loom
+//! notify-writes invariant in `src/process/state/`, and its loom
 //! models in `loom-tests/tests/state.rs`); with a read-only notify it
 //! stalls within a minute in most runs. It proves nothing by passing; the loom
 //! models are the proof. Ignored by default; CI runs it:

@@ -6,7 +6,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use stepsched::process::state::Lifecycle;
+use stepsched::process::Lifecycle;
 use stepsched::process::Pid;
 use stepsched::sched::Scheduler;
 

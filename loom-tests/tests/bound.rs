@@ -1,4 +1,4 @@
-//! loom models of a bounded mailbox's count (`stepsched::sched::bound`):
+//! loom models of a bounded mailbox's count (`src/sched/bound.rs`):
 //! senders racing the holder's drain at the capacity boundary accept no
 //! message beyond the capacity, refuse none once the drain's release is
 //! visible, and a sender that waits for room is never left waiting while a
@@ -18,9 +18,8 @@
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
+use stepsched::__internals::{Bound, Park, Room, StateWord};
 use stepsched::mpsc::Mailbox;
-use stepsched::process::state::{Park, StateWord};
-use stepsched::sched::bound::{Bound, Room};
 use stepsched_loom_tests::Gate;
 
 struct Boxed {

@@ -69,10 +69,9 @@ use std::sync::Arc as StdArc;
 use loom::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
+use stepsched::__internals::{Phase, QueueCounts, StateWord, Wake, EXITING, STOPPING};
 use stepsched::mpsc::Mailbox;
-use stepsched::process::state::{Lifecycle, StateWord, Wake};
-use stepsched::sched::figures::QueueCounts;
-use stepsched::sched::phase::{Phase, EXITING, STOPPING};
+use stepsched::process::Lifecycle;
 use stepsched_loom_tests::Gate;
 
 /// The scheduler's own `Cancel::Shutdown`, as an event id.

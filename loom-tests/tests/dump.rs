@@ -1,5 +1,5 @@
 //! loom models of the process dump's read of a slot
-//! (`stepsched::sched::figures`): an entry never pairs one incarnation's
+//! (`src/sched/figures.rs`): an entry never pairs one incarnation's
 //! PID with a figure written for another (the incarnation rule), and the
 //! queued-events figure never underflows.
 //!
@@ -37,9 +37,11 @@
 
 use loom::sync::Arc;
 use loom::thread;
+use stepsched::__internals::{
+    AfterStep, Entry, Figures, Park, QueueCounts, Start, StateWord, TimerCount,
+};
 use stepsched::mpsc::Mailbox;
-use stepsched::process::state::{AfterStep, Lifecycle, Park, Start, StateWord};
-use stepsched::sched::figures::{Entry, Figures, QueueCounts, TimerCount};
+use stepsched::process::Lifecycle;
 use stepsched_loom_tests::Gate;
 
 /// A process slot as the dump sees it.
@@ -119,7 +121,7 @@ impl Slot {
 /// Kills these ordering mutants (each weakened by hand or by
 /// `cargo xtask mutate`, the model fails with the assertion below):
 ///
-/// - `src/process/state.rs::StateWord::load::0.load#0:Acquire->Relaxed`:
+/// - `src/process/state/transitions.rs::StateWord::load::0.load#0:Acquire->Relaxed`:
 ///   the dump's first read sees generation 1 but the figure loads miss its
 ///   reset and return incarnation 1's (stamp 1003, 2 steps, worker 1; from
 ///   milestone 2 on);

@@ -1,4 +1,4 @@
-//! loom models of `stepsched::sched::GlobalQueue`.
+//! loom models of the global run queue (`GlobalQueue`, `src/sched/global.rs`).
 //!
 //! Run (5 to 10 seconds per model in release, at 3 preemptions):
 //!
@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool as StdAtomicBool, Ordering as StdOrdering};
 
 use loom::sync::Arc;
 use loom::thread;
-use stepsched::sched::{GlobalQueue, Take};
+use stepsched::__internals::{GlobalQueue, Take};
 use stepsched_loom_tests::Gate;
 
 /// Drains what a take returned into `got`, in order.

@@ -15,8 +15,9 @@ use loom::cell::UnsafeCell;
 use loom::sync::atomic::{AtomicBool, Ordering};
 use loom::sync::Arc;
 use loom::thread;
+use stepsched::__internals::{AfterStep, Notify, Park, Start, StateWord, Wake};
 use stepsched::mpsc::Mailbox;
-use stepsched::process::state::{AfterStep, Lifecycle, Notify, Park, Start, StateWord, Wake};
+use stepsched::process::Lifecycle;
 
 /// A slot in miniature: state word, mailbox, body.
 struct Slot {

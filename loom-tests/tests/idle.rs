@@ -12,7 +12,7 @@
 use loom::sync::atomic::{AtomicBool, Ordering};
 use loom::sync::Arc;
 use loom::thread;
-use stepsched::sched::idle::Idle;
+use stepsched::__internals::{GlobalQueue, Idle, Take};
 
 /// The worker side: register, re-check, and sleep only if nothing is there.
 /// Returns once it has seen the work.
@@ -120,7 +120,6 @@ fn two_publishers_one_sleeper() {
 
 use loom::sync::atomic::AtomicUsize;
 use loom::sync::{Condvar, Mutex};
-use stepsched::sched::{GlobalQueue, Take};
 
 /// `phase::EXITING` in `src/sched/shared.rs`.
 const EXITING: usize = 3;

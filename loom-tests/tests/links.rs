@@ -34,10 +34,12 @@ use loom::cell::UnsafeCell;
 use loom::sync::Arc;
 use loom::thread;
 use std::sync::atomic::{AtomicBool as StdAtomicBool, Ordering as StdOrdering};
+use stepsched::__internals::{
+    unanswered, AfterStep, Links, Notify, Park, Received, Signal, Start, StateWord, Wake,
+};
 use stepsched::mpsc::Mailbox;
-use stepsched::process::state::{AfterStep, Lifecycle, Notify, Park, Start, StateWord, Wake};
+use stepsched::process::Lifecycle;
 use stepsched::process::{ExitReason, Pid};
-use stepsched::sched::links::{unanswered, Links, Received, Signal};
 
 /// A process slot in miniature: state word, mailbox of (generation,
 /// signal), and the body's `Links` (a loom cell: only the holder touches

@@ -1,5 +1,5 @@
 //! loom models of the phase word against process creation
-//! (`stepsched::sched::phase`; docs/ARCHITECTURE.md, trap 8): a process created
+//! (`src/sched/core/phase.rs`; docs/ARCHITECTURE.md, trap 8): a process created
 //! while
 //! shutdown begins is either withdrawn by its creator or seen, Ready, by
 //! shutdown's scan; never neither.
@@ -10,8 +10,8 @@
 
 use loom::sync::Arc;
 use loom::thread;
-use stepsched::process::state::{Lifecycle, StateWord};
-use stepsched::sched::phase::{Phase, EXITING, RUNNING, STOPPING};
+use stepsched::__internals::{Phase, StateWord, EXITING, RUNNING, STOPPING};
+use stepsched::process::Lifecycle;
 
 /// One creator makes a slot Ready (as `Table::insert` does, `activate`) and
 /// asks the phase whether it may queue it, while shutdown raises the phase

@@ -1,8 +1,8 @@
-//! loom models of the node pool's live count (`stepsched::mpsc::pool::Live`):
+//! loom models of the node pool's live count (`Live`, `src/mpsc/pool.rs`):
 //! a block is freed exactly once, and only after every use of every node
 //! of it, on whatever thread (the invariant *freed after last use* in
 //! `src/mpsc/pool.rs`); and of its spare blocks
-//! (`stepsched::mpsc::pool::Spares`, `src/mpsc/pool/spares.rs`): a freed
+//! (`Spares`, `src/mpsc/pool/spares.rs`): a freed
 //! block kept spare is handed to one taker, once, and reused only after
 //! its last use on the thread that freed it.
 //!
@@ -26,7 +26,7 @@ use loom::cell::UnsafeCell;
 use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
-use stepsched::mpsc::pool::{Live, Spares};
+use stepsched::__internals::{Live, Spares};
 
 /// A block of four nodes, as the pool lays it out: the count, then the
 /// nodes.

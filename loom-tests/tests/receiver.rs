@@ -16,8 +16,9 @@
 use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
+use stepsched::__internals::{AfterStep, Notify, Park, Start, StateWord, Wake};
 use stepsched::mpsc::{Mailbox, NodeCache};
-use stepsched::process::state::{AfterStep, Lifecycle, Notify, Park, Start, StateWord, Wake};
+use stepsched::process::Lifecycle;
 
 /// A receiver's slot in miniature.
 struct Slot {

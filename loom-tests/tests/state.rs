@@ -1,4 +1,4 @@
-//! loom models of the per-process state word (`stepsched::process::state`)
+//! loom models of the per-process state word (`src/process/state/`)
 //! together with the process's event queue: every event pushed is seen by a
 //! later step, and the process is queued exactly once.
 //!
@@ -19,8 +19,9 @@
 use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
+use stepsched::__internals::{AfterStep, Notify, Park, Start, StateWord, Wake};
 use stepsched::mpsc::{Mailbox, NodeCache};
-use stepsched::process::state::{AfterStep, Lifecycle, Notify, Park, Start, StateWord, Wake};
+use stepsched::process::Lifecycle;
 
 /// A process slot in miniature: the state word and the event queue.
 struct Proc {
@@ -283,7 +284,7 @@ fn stale_notify_after_reuse_is_refused() {
 /// is queued again.
 ///
 /// Kills: the notify's `fetch_add(0)` turned into a load (the
-/// notify-writes invariant in `state.rs`): "lost".
+/// notify-writes invariant in `src/process/state/`): "lost".
 #[test]
 fn message_to_a_queued_process_is_seen_by_its_step_or_wakes_it() {
     loom::model(|| {
@@ -314,7 +315,7 @@ fn message_to_a_queued_process_is_seen_by_its_step_or_wakes_it() {
 /// second notify must leave a bit for it.
 ///
 /// Kills: the notify's `fetch_add(0)` turned into a load (the
-/// notify-writes invariant in `state.rs`): "lost".
+/// notify-writes invariant in `src/process/state/`): "lost".
 #[test]
 fn second_message_while_the_bit_is_set_is_not_lost() {
     loom::model(|| {
@@ -347,7 +348,7 @@ fn second_message_while_the_bit_is_set_is_not_lost() {
 /// would hide the completion behind it too).
 ///
 /// Kills: the notify's `fetch_add(0)` turned into a load (the
-/// notify-writes invariant in `state.rs`): "lost".
+/// notify-writes invariant in `src/process/state/`): "lost".
 #[test]
 fn message_then_completion_to_blocked_are_both_seen() {
     loom::model(|| {

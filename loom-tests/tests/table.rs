@@ -1,6 +1,6 @@
 //! loom models of the process table (`src/sched/table.rs`) on its own code:
 //! the pages and the tagged Treiber free list of `src/sched/slab.rs`, and
-//! each slot's state word (`src/process/state.rs`), whose generation tells
+//! each slot's state word (`src/process/state/`), whose generation tells
 //! a slot's incarnations apart. A slot is handed out to one holder at a
 //! time and never lost; a stale PID never reaches the slot's next process.
 //!
@@ -22,8 +22,8 @@ use loom::cell::UnsafeCell;
 use loom::sync::atomic::{AtomicU32, Ordering};
 use loom::sync::Arc;
 use loom::thread;
-use stepsched::process::state::{AfterStep, Lifecycle, Notify, Park, Start, StateWord, Wake};
-use stepsched::sched::slab::{FreeList, Pages};
+use stepsched::__internals::{AfterStep, FreeList, Notify, Pages, Park, Start, StateWord, Wake};
+use stepsched::process::Lifecycle;
 
 /// A process slot in miniature (`table::Slot`).
 struct Slot {

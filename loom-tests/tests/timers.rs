@@ -20,11 +20,11 @@
 
 use loom::sync::Arc;
 use loom::thread;
+use stepsched::__internals::{
+    AfterStep, Idle, Notify, Park, Start, StateWord, TimerKind, TimerWheel, Wake, NEVER,
+};
 use stepsched::mpsc::Mailbox;
-use stepsched::process::state::{AfterStep, Lifecycle, Notify, Park, Start, StateWord, Wake};
-use stepsched::sched::idle::Idle;
-use stepsched::sched::timer::wheel::TimerKind;
-use stepsched::sched::timer::{TimerWheel, NEVER};
+use stepsched::process::Lifecycle;
 
 /// The worker side of `park` (`worker.rs`): register, fence (in
 /// `prepare_park`), then read the wheels' `next`; a pending timer means a

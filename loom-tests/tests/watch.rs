@@ -1,5 +1,5 @@
 //! loom model of the long-step monitor's seqlock
-//! (`stepsched::sched::watch::StepWatch`): a sample that returns a PID
+//! (`StepWatch`, `src/sched/watch.rs`): a sample that returns a PID
 //! returns the PID of the step whose sequence number it returns, never
 //! another step's.
 //!
@@ -9,8 +9,8 @@
 
 use loom::sync::Arc;
 use loom::thread;
+use stepsched::__internals::StepWatch;
 use stepsched::process::Pid;
-use stepsched::sched::watch::StepWatch;
 
 /// The worker runs two steps, `begin(1, A); end(2); begin(3, B); end(4)`,
 /// while the monitor samples three times. Every sample that returns

@@ -41,7 +41,7 @@ use std::collections::VecDeque;
 use std::rc::Rc;
 
 use crate::mpsc::{Mailbox, MidLink, NodeCache, Producer, Queue, TryPopError};
-use crate::sched::{GlobalQueue, Take, BATCH};
+use crate::sched::core::global::{GlobalQueue, Take, BATCH};
 
 /// A queued item: an id, and a counter bumped when it is dropped.
 struct Tracked {

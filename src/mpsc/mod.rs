@@ -164,8 +164,7 @@ mod error;
 mod list;
 mod mailbox;
 mod node;
-#[doc(hidden)]
-pub mod pool;
+pub(crate) mod pool;
 mod producer;
 
 pub use cache::NodeCache;

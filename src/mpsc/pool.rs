@@ -90,7 +90,6 @@ use core::ptr;
 use crate::sync::{AtomicUsize, Ordering};
 
 mod spares;
-#[doc(hidden)]
 pub use spares::Spares;
 
 /// Free blocks kept for the next ones (`pool/spares.rs`).
@@ -128,8 +127,7 @@ pub(crate) const fn class_of(size: usize, align: usize) -> Option<usize> {
 
 /// A block's live count: its nodes not yet given back (freed, or never
 /// carved when the block was retired). Built under loom too, for its model
-/// (`loom-tests/tests/pool.rs`).
-#[doc(hidden)]
+/// (`loom-tests/tests/pool.rs`, through `crate::__internals`).
 #[derive(Debug)]
 pub struct Live(AtomicUsize);
 

@@ -24,8 +24,8 @@
 //!
 //! # States
 //!
-//! Each process has one atomic state word ([`state`]) with its lifecycle and
-//! two *wakeup* bits:
+//! Each process has one atomic state word (`process/state/`) with its
+//! [`Lifecycle`] and two *wakeup* bits:
 //!
 //! ```text
 //!  submit ──> Ready ──(worker takes it)──> Running ──(Done/error)──> Complete
@@ -54,7 +54,7 @@ mod exit;
 pub mod kinds;
 mod output;
 mod pid;
-pub mod state;
+pub(crate) mod state;
 pub(crate) mod timer;
 
 pub use event::{Cancel, CommandError, Event};
@@ -62,6 +62,7 @@ pub use exit::{ExitReason, Summary};
 pub use kinds::{Hosts, Kind};
 pub use output::{SpawnError, SpawnOptions, Status, StepOutput};
 pub use pid::Pid;
+pub use state::Lifecycle;
 
 pub(crate) use output::{Effects, LinkOp, Spawner};
 

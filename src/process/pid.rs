@@ -8,8 +8,7 @@ use core::fmt;
 /// *generation* of that slot: when a process ends and its slot is reused,
 /// the generation changes, so a stale `Pid` is refused (with the message
 /// handed back) instead of reaching the newer process. Generations only
-/// grow: a slot that reaches the last one
-/// ([`LAST_GENERATION`](crate::process::state::LAST_GENERATION)) is retired
+/// grow: a slot that reaches the last one (`u32::MAX`) is retired
 /// instead of wrapping, so no `Pid` is ever issued twice.
 ///
 /// ```

@@ -142,6 +142,7 @@ impl Bound {
     /// Places taken now (a snapshot, for the loom models). Never more
     /// than the limit plus the releases this reader has not seen yet, and
     /// never "negative" (module docs).
+    #[cfg(loom)]
     pub fn queued(&self) -> u32 {
         let (reserved, released) = self.counters();
         reserved.wrapping_sub(released)

@@ -3,7 +3,7 @@
 //! A [`Scheduler`] owns a fixed pool of workers. Each worker owns a local
 //! [deque](crate::deque) (LIFO for itself, stealable by the others) and an
 //! inject queue for processes woken from outside with affinity to it; a
-//! [global run queue](GlobalQueue) takes new submissions. The order in
+//! global run queue (`global.rs`) takes new submissions. The order in
 //! which a worker searches them, how idle workers spin and park without
 //! losing a wakeup, and how shutdown proceeds are described in
 //! `src/sched/README.md` and in the docs of each part.
@@ -46,19 +46,16 @@ pub(crate) mod core;
 #[cfg(not(loom))]
 mod worker;
 
-#[doc(hidden)]
-pub mod bound;
+pub(crate) mod bound;
 #[cfg(not(loom))]
 mod commands;
-#[doc(hidden)]
-pub mod links;
+pub(crate) mod links;
 pub(crate) mod observe;
 #[cfg(not(loom))]
 mod outside;
 #[cfg(not(loom))]
 mod shutdown;
-#[doc(hidden)]
-pub mod timer;
+pub(crate) mod timer;
 
 #[cfg(not(loom))]
 mod builder;
@@ -69,13 +66,12 @@ mod scheduler;
 #[cfg(not(loom))]
 mod shared;
 
-// Paths the loom tests use (the loom-visible parts of the rooms).
-#[doc(hidden)]
-pub use self::core::{idle, phase, slab};
-#[doc(hidden)]
-pub use observe::{figures, watch};
-
-pub use self::core::global::{GlobalQueue, Take, BATCH};
+// The loom-visible parts of the rooms (the idle protocol, the phase word,
+// the process table's pages and free list, the process dump's figures, the
+// long-step monitor's seqlock, the monitors' and links' bookkeeping, the
+// mailbox bound, the timing wheel) build in both worlds; the loom models
+// reach them through `crate::__internals`.
+pub(crate) use self::core::global::Take;
 
 #[cfg(not(loom))]
 pub use builder::{Builder, DEFAULT_EVENTS_PER_STEP};

@@ -152,10 +152,14 @@ impl fmt::Display for Finding {
     }
 }
 
+/// The source file (under `src/`) whose `StateWord::start` raises the
+/// start race's panic.
+const START_PANIC_FILE: &str = "process/state/transitions.rs";
+
 /// The defect a panic's message, location and thread point to.
 pub(crate) fn classify_panic(message: &str, file: &str, thread: &str) -> Option<Defect> {
     let overflow = message.contains("overflow when adding duration");
-    if file.ends_with("process/state.rs") && message.contains("not Ready") {
+    if file.ends_with(START_PANIC_FILE) && message.contains("not Ready") {
         Some(Defect::MailboxStartRace)
     } else if overflow && thread == "stepsched-blocking" {
         Some(Defect::KeepAliveMax)
@@ -164,4 +168,22 @@ pub(crate) fn classify_panic(message: &str, file: &str, thread: &str) -> Option<
     } else {
         None
     }
+}
+
+/// The start race is recognised by the file its panic is raised in: that
+/// file must exist and raise it, or a start race would be filed under no
+/// defect.
+#[test]
+fn the_start_race_panic_is_classified_by_the_file_that_raises_it() {
+    let path = format!("{}/src/{START_PANIC_FILE}", env!("CARGO_MANIFEST_DIR"));
+    let source = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let message = "state word: start of a process not Ready";
+    assert!(
+        source.contains(message),
+        "{path} does not raise the start panic"
+    );
+    assert_eq!(
+        classify_panic(message, &path, "stepsched-worker-0"),
+        Some(Defect::MailboxStartRace)
+    );
 }

@@ -24,7 +24,7 @@ use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use stepsched::process::state::Lifecycle;
+use stepsched::process::Lifecycle;
 use stepsched::process::{
     Event, ExitReason, NoCommand, Pid, Process, ProcessError, Status, StepOutput, Summary,
 };

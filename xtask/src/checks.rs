@@ -63,7 +63,7 @@ pub const MAP: &[(&str, &[&str])] = &[
     // `loom:drain`: deliveries racing the close and the shutdown drain;
     // `loom:links`: `claim`, a worker handing a signal to a parking process.
     (
-        "src/process/state.rs",
+        "src/process/state/",
         &[
             "loom:state",
             "loom:handoff",

@@ -51,7 +51,6 @@ pub(crate) const SPARE_BLOCKS: usize = 16;
 /// Up to `N` free blocks, each in a place of its own (module docs). Lock-
 /// free: a put is a CAS per place until one is empty, a take a load per
 /// place until one is full, then a swap.
-#[doc(hidden)]
 pub struct Spares<const N: usize> {
     places: [AtomicPtr<u8>; N],
 }

@@ -1,7 +1,8 @@
 //! The global run queue: many producers, many consumers, FIFO.
 //!
 //! The design (an MPSC queue plus a consumer token) is documented on
-//! [`GlobalQueue`], so that it shows in the public docs.
+//! [`GlobalQueue`]. Crate-private; the crate's tests reach it through
+//! `crate::__internals`.
 
 use core::fmt;
 
@@ -56,7 +57,7 @@ pub const BATCH: usize = 16;
 /// # Examples
 ///
 /// ```
-/// use stepsched::sched::{GlobalQueue, Take};
+/// use stepsched::__internals::{GlobalQueue, Take};
 ///
 /// let global = GlobalQueue::new();
 /// (0..20).for_each(|i| global.push(i));
@@ -77,7 +78,7 @@ pub const BATCH: usize = 16;
 ///
 /// ```
 /// use std::sync::Arc;
-/// use stepsched::sched::GlobalQueue;
+/// use stepsched::__internals::GlobalQueue;
 ///
 /// let global = Arc::new(GlobalQueue::new());
 /// let g = Arc::clone(&global);
@@ -121,7 +122,7 @@ impl<T> Take<T> {
     /// Returns `true` for [`Take::Empty`].
     ///
     /// ```
-    /// assert!(stepsched::sched::Take::<u8>::Empty.is_empty());
+    /// assert!(stepsched::__internals::Take::<u8>::Empty.is_empty());
     /// ```
     pub fn is_empty(&self) -> bool {
         matches!(self, Take::Empty)
@@ -131,7 +132,7 @@ impl<T> Take<T> {
     /// now, but the queue may hold some.
     ///
     /// ```
-    /// use stepsched::sched::Take;
+    /// use stepsched::__internals::Take;
     /// assert!(Take::<u8>::Busy.is_retry());
     /// assert!(Take::<u8>::Inconsistent.is_retry());
     /// assert!(!Take::<u8>::Empty.is_retry());
@@ -143,7 +144,7 @@ impl<T> Take<T> {
     /// Returns the item for the caller, if one was taken.
     ///
     /// ```
-    /// use stepsched::sched::Take;
+    /// use stepsched::__internals::Take;
     /// assert_eq!(Take::Taken { first: 'a', moved: 0 }.first(), Some('a'));
     /// assert_eq!(Take::<char>::Busy.first(), None);
     /// ```
@@ -171,7 +172,7 @@ impl<T> GlobalQueue<T> {
     /// Creates an empty queue.
     ///
     /// ```
-    /// let global = stepsched::sched::GlobalQueue::<u64>::new();
+    /// let global = stepsched::__internals::GlobalQueue::<u64>::new();
     /// assert!(global.is_empty());
     /// ```
     pub fn new() -> Self {
@@ -185,7 +186,7 @@ impl<T> GlobalQueue<T> {
     /// [`Queue::push`]).
     ///
     /// ```
-    /// let global = stepsched::sched::GlobalQueue::new();
+    /// let global = stepsched::__internals::GlobalQueue::new();
     /// global.push(1);
     /// assert!(!global.is_empty());
     /// ```
@@ -197,7 +198,7 @@ impl<T> GlobalQueue<T> {
     /// whose push is mid-link counts as present (see [`Queue::is_empty`]).
     ///
     /// ```
-    /// let global = stepsched::sched::GlobalQueue::<()>::new();
+    /// let global = stepsched::__internals::GlobalQueue::<()>::new();
     /// assert!(global.is_empty());
     /// ```
     pub fn is_empty(&self) -> bool {
@@ -212,7 +213,7 @@ impl<T> GlobalQueue<T> {
     /// dropped by the unwind, and the rest stay queued.
     ///
     /// ```
-    /// use stepsched::sched::{GlobalQueue, Take};
+    /// use stepsched::__internals::{GlobalQueue, Take};
     ///
     /// let global = GlobalQueue::new();
     /// (0..3).for_each(|i| global.push(i));
@@ -268,7 +269,7 @@ impl<T> GlobalQueue<T> {
     /// Takes the oldest item only. Never waits.
     ///
     /// ```
-    /// use stepsched::sched::{GlobalQueue, Take};
+    /// use stepsched::__internals::{GlobalQueue, Take};
     ///
     /// let global = GlobalQueue::new();
     /// global.push('a');
@@ -285,7 +286,7 @@ impl<T> GlobalQueue<T> {
     ///
     /// ```
     /// use stepsched::deque::Worker;
-    /// use stepsched::sched::GlobalQueue;
+    /// use stepsched::__internals::GlobalQueue;
     ///
     /// let global = GlobalQueue::new();
     /// (0..5).for_each(|i| global.push(Box::new(i)));

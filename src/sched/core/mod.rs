@@ -1,10 +1,10 @@
 //! The core: the process table and its slots, the run queues, parking, the
 //! phase word, and the clock every transition is stamped with.
 
-pub mod global;
-pub mod idle;
-pub mod phase;
-pub mod slab;
+pub(crate) mod global;
+pub(crate) mod idle;
+pub(crate) mod phase;
+pub(crate) mod slab;
 
 #[cfg(not(loom))]
 pub(crate) mod body;

@@ -23,7 +23,8 @@
 //! withdraws the process, handing it back. Both may happen (the withdrawn
 //! process's cancel stays in its mailbox and is dropped by the
 //! stranded-events report); neither missing is impossible. loom:
-//! `loom-tests/tests/phase.rs`. Built under loom, hence `#[doc(hidden)] pub`.
+//! `loom-tests/tests/phase.rs`. Built under loom; the model reaches it
+//! through `crate::__internals`.
 
 use crate::sync::{fence, AtomicUsize, Ordering};
 
@@ -32,7 +33,7 @@ pub const RUNNING: usize = 0;
 /// `shutdown` started: no new processes; cancels sent.
 pub const STOPPING: usize = 1;
 /// The shutdown timeout passed: every process a worker starts is closed.
-pub const FORCING: usize = 2;
+pub(crate) const FORCING: usize = 2;
 /// Workers exit.
 pub const EXITING: usize = 3;
 

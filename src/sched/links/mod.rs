@@ -418,14 +418,14 @@ pub fn unanswered(target: Pid, signal: Signal) -> Option<(Pid, Signal)> {
 /// Packs the dump's counts into one word: 21 bits each (saturating),
 /// monitors held low, then watchers, then links.
 #[inline]
-pub fn pack_counts((monitors, watchers, links): (usize, usize, usize)) -> u64 {
+pub(crate) fn pack_counts((monitors, watchers, links): (usize, usize, usize)) -> u64 {
     const MAX: usize = (1 << 21) - 1;
     let field = |n: usize| n.min(MAX) as u64;
     field(monitors) | field(watchers) << 21 | field(links) << 42
 }
 
 /// Unpacks [`pack_counts`].
-pub fn unpack_counts(word: u64) -> (u32, u32, u32) {
+pub(crate) fn unpack_counts(word: u64) -> (u32, u32, u32) {
     let field = |shift: u32| ((word >> shift) & ((1 << 21) - 1)) as u32;
     (field(0), field(21), field(42))
 }

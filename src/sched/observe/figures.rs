@@ -10,7 +10,7 @@
 //! without a lock and without waiting for anyone. This file holds both
 //! sides, so that the loom model of the dump (`loom-tests/tests/dump.rs`)
 //! runs the code the scheduler runs; the table and the dump are not built
-//! under loom (hence `#[doc(hidden)] pub`).
+//! under loom (the models reach this file through `crate::__internals`).
 //!
 //! # The incarnation rule
 //!

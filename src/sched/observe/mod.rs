@@ -1,8 +1,8 @@
 //! Observing a running scheduler: counters, the process dump, the
 //! execution tracer, the long-step monitor and the embedder's hooks.
 
-pub mod figures;
-pub mod watch;
+pub(crate) mod figures;
+pub(crate) mod watch;
 
 #[cfg(not(loom))]
 mod api;

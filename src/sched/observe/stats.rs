@@ -157,8 +157,7 @@ pub struct Stats {
     /// and cancels from outside always take a new node, and are not
     /// counted: `src/sched/depot.rs` says why.)
     pub outside_node_allocations: u64,
-    /// Process slots retired at their last generation
-    /// ([`LAST_GENERATION`](crate::process::state::LAST_GENERATION)): each
+    /// Process slots retired at their last generation (`u32::MAX`): each
     /// was reused 2^32 times, and is never reused again, so that no PID is
     /// issued twice.
     pub retired_slots: u64,

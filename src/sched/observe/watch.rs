@@ -20,7 +20,7 @@
 //! after it in program order. An even number carries nothing else.
 //!
 //! loom: `loom-tests/tests/watch.rs` (the monitor is not built under loom;
-//! this file is, hence `#[doc(hidden)] pub`).
+//! this file is, and the model reaches it through `crate::__internals`).
 
 use crate::process::Pid;
 use crate::sync::{AtomicU64, Ordering};
@@ -43,6 +43,7 @@ pub struct StepWatch {
 
 impl StepWatch {
     /// No step yet: sequence number 0, no preemption request.
+    #[cfg(loom)]
     pub fn new() -> Self {
         Self::default()
     }

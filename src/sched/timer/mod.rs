@@ -80,14 +80,14 @@
 //! [`LATE_NANOS`] after their deadline are counted as late in `stats()`.
 
 mod entry;
-pub mod wheel;
+pub(crate) mod wheel;
 
 use crate::padded::CachePadded;
 use crate::sync::{AtomicU64, Mutex, MutexGuard, Ordering};
 use wheel::{Fired, Key, TimerKind, Wheel};
 
 /// A timer fired this much after its deadline counts as late (1 ms).
-pub const LATE_NANOS: u64 = 1_000_000;
+pub(crate) const LATE_NANOS: u64 = 1_000_000;
 
 /// `TimerWheel::next` when the wheel is empty.
 pub const NEVER: u64 = u64::MAX;
@@ -103,11 +103,6 @@ pub struct Inner<M> {
 }
 
 impl<M> Inner<M> {
-    /// The wheel.
-    pub fn wheel(&self) -> &Wheel {
-        &self.wheel
-    }
-
     /// Takes the message of a fired or cancelled `Send` entry.
     pub fn take_message(&mut self, fired: &Fired) -> Option<M> {
         debug_assert_eq!(fired.kind, TimerKind::Send);
@@ -284,7 +279,7 @@ impl<M> TimerWheel<M> {
 }
 
 /// The earliest next expiration of `wheels` ([`NEVER`] if all are empty).
-pub fn earliest<M>(wheels: &[TimerWheel<M>]) -> u64 {
+pub(crate) fn earliest<M>(wheels: &[TimerWheel<M>]) -> u64 {
     wheels.iter().map(TimerWheel::next).min().unwrap_or(NEVER)
 }
 

@@ -38,15 +38,15 @@ use super::entry::{Entries, Entry, NIL};
 /// rounding a deadline up to a tick adds at most 16 µs (a third of Linux's
 /// default 50 µs timer slack on the futex wait a parked worker sleeps in),
 /// coarse enough that the seven levels span years.
-pub const TICK_SHIFT: u32 = 14;
+pub(crate) const TICK_SHIFT: u32 = 14;
 /// Nanoseconds per tick.
-pub const TICK_NANOS: u64 = 1 << TICK_SHIFT;
+pub(crate) const TICK_NANOS: u64 = 1 << TICK_SHIFT;
 /// Bits of a deadline each level resolves: 64 slots, one `u64` bitmap.
 const LEVEL_BITS: u32 = 6;
 const SLOTS: usize = 1 << LEVEL_BITS;
 /// Levels: 7 * 6 = 42 bits of ticks, about 2.3 years. A deadline further
 /// out is parked in the last level and re-placed when that slot comes up.
-pub const LEVELS: usize = 7;
+pub(crate) const LEVELS: usize = 7;
 /// The slots' lists, and the due list after them.
 const LISTS: usize = LEVELS * SLOTS + 1;
 /// The span of the hierarchy, in ticks.
@@ -102,7 +102,7 @@ pub struct Fired {
 
 /// The wheel. Not synchronised: each worker's sits behind its own mutex
 /// (`TimerWheel` in `mod.rs`).
-pub struct Wheel {
+pub(crate) struct Wheel {
     entries: Entries,
     /// Head of the free list (through `Entry::next`).
     free: u32,
@@ -127,7 +127,7 @@ impl Default for Wheel {
 
 impl Wheel {
     /// An empty wheel at tick 0.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Wheel {
             entries: Entries::default(),
             free: NIL,
@@ -140,19 +140,15 @@ impl Wheel {
     }
 
     /// Entries pending.
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.len
     }
 
     /// Whether no entry is pending.
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.len == 0
-    }
-
-    /// Bytes the wheel holds (for the memory figure of the bench).
-    pub fn bytes(&self) -> usize {
-        self.entries.capacity() * core::mem::size_of::<Entry>()
-            + (self.heads.len() + self.tails.len()) * 4
     }
 
     /// Moves an empty wheel's time to `now`. Without it, a wheel whose
@@ -161,7 +157,7 @@ impl Wheel {
     /// entry would be placed relative to an ever older `elapsed`: at a
     /// coarser level, whose slot may start before `now`, so that it looks
     /// due and costs a cascade (and wakes a parked worker for nothing).
-    pub fn catch_up(&mut self, now: u64) {
+    pub(crate) fn catch_up(&mut self, now: u64) {
         if self.len == 0 {
             self.elapsed = self.elapsed.max(now);
         }
@@ -169,7 +165,7 @@ impl Wheel {
 
     /// Adds an entry due at tick `deadline` (which may have passed: it then
     /// fires at the next [`Wheel::advance`]). O(1).
-    pub fn insert(&mut self, deadline: u64, pid: u64, tag: u64, kind: TimerKind) -> Key {
+    pub(crate) fn insert(&mut self, deadline: u64, pid: u64, tag: u64, kind: TimerKind) -> Key {
         let entry = Entry {
             word: Entry::pack(deadline, FREE, kind),
             pid,
@@ -206,7 +202,7 @@ impl Wheel {
 
     /// Removes the entry `key` names, if it is still pending, and returns
     /// its contents. O(1).
-    pub fn cancel(&mut self, key: Key) -> Option<Fired> {
+    pub(crate) fn cancel(&mut self, key: Key) -> Option<Fired> {
         let entry = self.entries.get(key.index as usize)?;
         if entry.generation != key.generation || entry.list() == FREE {
             return None;
@@ -219,7 +215,7 @@ impl Wheel {
     /// start of the first occupied slot (the earliest deadline if it is in
     /// level 0, else a cascade), `elapsed` if an entry is due already, or
     /// `None` if the wheel is empty.
-    pub fn next_expiration(&self) -> Option<u64> {
+    pub(crate) fn next_expiration(&self) -> Option<u64> {
         if self.heads[LEVELS * SLOTS] != NIL {
             return Some(self.elapsed);
         }
@@ -229,7 +225,7 @@ impl Wheel {
     /// Fires every entry due at tick `now` into `out`, oldest deadline
     /// first (entries of one tick in insertion order), and moves the
     /// wheel's time to `now`.
-    pub fn advance(&mut self, now: u64, out: &mut Vec<Fired>) {
+    pub(crate) fn advance(&mut self, now: u64, out: &mut Vec<Fired>) {
         loop {
             // The due list: inserted late, or cascaded to exactly its tick.
             while let Some(index) = self.pop_front(LEVELS * SLOTS) {
@@ -253,7 +249,7 @@ impl Wheel {
     }
 
     /// Takes out every pending entry (shutdown), in no particular order.
-    pub fn drain(&mut self, out: &mut Vec<Fired>) {
+    pub(crate) fn drain(&mut self, out: &mut Vec<Fired>) {
         if self.len == 0 {
             // The usual shutdown: no list holds an entry (`release` counts
             // each one out), so none of the 449 lists needs a look.

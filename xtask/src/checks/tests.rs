@@ -40,7 +40,7 @@ fn files_map_to_their_checks() {
     );
     assert_eq!(checks_for("src/mpsc/pool.rs", false), ["loom:pool"]);
     assert_eq!(
-        checks_for("src/process/state.rs", false),
+        checks_for("src/process/state/transitions.rs", false),
         [
             "loom:state",
             "loom:handoff",

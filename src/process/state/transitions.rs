@@ -1,162 +1,12 @@
-//! The per-process state word: lifecycle, wakeup bits and generation in one
-//! `AtomicU64`, changed only by CAS.
-//!
-//! ```text
-//!  63                32 31      7     6       5        4       3     2..0
-//! ┌──────────────────┬─────────┬──────┬─────────┬────────┬──────┬─────────┐
-//! │    generation    │ (zero)  │CLOSE │TERMINATE│MESSAGED│WOKEN │lifecycle│
-//! └──────────────────┴─────────┴──────┴─────────┴────────┴──────┴─────────┘
-//! ```
-//!
-//! - *lifecycle* ([`Lifecycle`]) is changed by the party the transition
-//!   belongs to: the worker that holds the process (start, end of step,
-//!   complete), the notifier that wakes a waiting one (or a worker that
-//!   claims a waiting one to hand it a signal with nothing pushed:
-//!   [`StateWord::claim`]), the table (free, reuse).
-//! - `WOKEN`: a completion or cancel arrived while Running. Set by
-//!   notifiers, cleared when the next step starts. Wakes `Wait` and `Idle`.
-//! - `MESSAGED`: a message arrived while Running. Wakes only `Idle`.
-//! - `TERMINATE`: terminate was requested. Once set it is never unset for
-//!   this generation.
-//! - `CLOSE`: terminate found the process waiting, so it is closed without
-//!   another step. Never unset for this generation.
-//! - *generation*: bumped when the slot is freed, so operations carrying an
-//!   older generation (a stale PID) fail instead of touching a newer process.
-//!   It never wraps: a slot freed at [`LAST_GENERATION`] is retired by the
-//!   table and never reused, so generations only grow and a stale PID can
-//!   never match a later process, however long the scheduler runs.
-//!
-//! Every change is a CAS on the whole word, so transitions by notifiers and
-//! by the running worker are totally ordered: either the notifier's CAS comes
-//! first and the worker's end-of-step transition sees its bit, or the
-//! worker's comes first and the notifier sees Blocked/Idle and queues the
-//! process itself. Exactly one of them queues it (the exactly-once re-queue
-//! guarantee); no fence is needed beyond each RMW's own ordering.
-//!
-//! **notify-writes invariant:** a notify of a live process always *writes*
-//! the word, even when it changes nothing (the process is Ready, or already
-//! has its bit, or is Blocked and the event is a message): then it performs
-//! a `fetch_add(0)`. A plain load would not do. The notifier pushed its
-//! event and then reads the word; the worker CASes the word (start of a
-//! step) and then drains the queue. That is the store-buffer pattern: with
-//! only a load on the notifier's side, the notifier can read the old
-//! lifecycle (Ready) while the worker's drain misses the push, and the step
-//! ends Idle with the event queued and nobody left to wake it (a ping-pong
-//! whose kick is sent while its target is still queued from `submit`
-//! stalls so: `tests/soak_ping_pong.rs`), and loom finds it
-//! (`message_to_a_queued_process_is_seen_by_its_step_or_wakes_it` and two
-//! siblings in `loom-tests/tests/state.rs`). With a write, the notifier's
-//! RMW and the worker's CAS are ordered in the word's modification order:
-//! if the notifier's comes first, the worker's Acquire CAS reads it (or an
-//! RMW after it, continuing its release sequence), so the drain sees the
-//! push; if the worker's comes first, the notifier sees Running and leaves
-//! a bit for the end of the step. Only a finished or stale target skips the
-//! write: its event is reported as undelivered by whoever drains the slot
-//! next (`Shared::deliver`).
+//! The state word's transitions: [`StateWord`], every change one CAS on the
+//! whole word, and the verdicts that tell its caller what to do next (see
+//! the [module docs](super) for the protocol).
 
+use super::layout::{
+    Lifecycle, Snapshot, CLOSE, GENERATION_SHIFT, LAST_GENERATION, MESSAGED, TERMINATE, WOKEN,
+};
 use crate::sync::{AtomicU64, Ordering};
 use core::fmt;
-
-const LIFECYCLE: u64 = 0b111;
-const WOKEN: u64 = 1 << 3;
-const MESSAGED: u64 = 1 << 4;
-const TERMINATE: u64 = 1 << 5;
-const CLOSE: u64 = 1 << 6;
-const GENERATION_SHIFT: u32 = 32;
-
-/// The last generation a slot reaches. A slot freed into it is *retired*:
-/// the process table never hands it out again, so a generation never wraps
-/// back to one a stale [`Pid`](crate::process::Pid) still carries. (A slot
-/// reused every 300 ns, one worker's spawn-and-finish loop, would otherwise
-/// wrap its 32-bit generation in about 21 minutes.) Retiring costs one slot
-/// per 2^32 reuses of it.
-pub const LAST_GENERATION: u32 = u32::MAX;
-
-/// Where a process is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[repr(u8)]
-pub enum Lifecycle {
-    /// Waiting for a message (or a completion).
-    Idle = 0,
-    /// Waiting for a completion of a command it yielded.
-    Blocked = 1,
-    /// In a run queue (queued exactly once).
-    Ready = 2,
-    /// A worker is stepping it.
-    Running = 3,
-    /// Finished; its slot is about to be freed.
-    Complete = 4,
-    /// The slot holds no process.
-    Free = 5,
-}
-
-impl Lifecycle {
-    #[inline]
-    fn from_bits(bits: u64) -> Lifecycle {
-        match bits & LIFECYCLE {
-            0 => Lifecycle::Idle,
-            1 => Lifecycle::Blocked,
-            2 => Lifecycle::Ready,
-            3 => Lifecycle::Running,
-            4 => Lifecycle::Complete,
-            5 => Lifecycle::Free,
-            other => unreachable!("state word: invalid lifecycle {other}"),
-        }
-    }
-}
-
-/// A value read from a [`StateWord`].
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct Snapshot(u64);
-
-impl Snapshot {
-    /// The lifecycle state.
-    #[inline]
-    pub fn lifecycle(self) -> Lifecycle {
-        Lifecycle::from_bits(self.0)
-    }
-
-    /// The slot generation.
-    #[inline]
-    pub fn generation(self) -> u32 {
-        (self.0 >> GENERATION_SHIFT) as u32
-    }
-
-    /// Whether a completion or cancel arrived during the current step.
-    #[inline]
-    pub fn is_woken(self) -> bool {
-        self.0 & WOKEN != 0
-    }
-
-    /// Whether a message arrived during the current step.
-    #[inline]
-    pub fn is_messaged(self) -> bool {
-        self.0 & MESSAGED != 0
-    }
-
-    /// Whether terminate was requested.
-    #[inline]
-    pub fn is_terminating(self) -> bool {
-        self.0 & TERMINATE != 0
-    }
-
-    #[inline]
-    fn with_lifecycle(self, lifecycle: Lifecycle) -> u64 {
-        (self.0 & !LIFECYCLE) | lifecycle as u64
-    }
-}
-
-impl fmt::Debug for Snapshot {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Snapshot")
-            .field("lifecycle", &self.lifecycle())
-            .field("generation", &self.generation())
-            .field("woken", &self.is_woken())
-            .field("messaged", &self.is_messaged())
-            .field("terminating", &self.is_terminating())
-            .finish()
-    }
-}
 
 /// What kind of event a notifier delivers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -219,7 +69,7 @@ pub enum AfterStep {
     Close,
 }
 
-/// The atomic state word of one process slot. See the [module docs](self).
+/// The atomic state word of one process slot. See the [module docs](super).
 pub struct StateWord(AtomicU64);
 
 impl StateWord {
@@ -251,8 +101,7 @@ impl StateWord {
             // holder's body; loom: `loom-tests/tests/handoff.rs`). Relaxed on
             // failure: the value only feeds the next attempt, whose success
             // acquires; a verdict `f` declines on (Finished, Stale, Nothing)
-            // is acted on without touching what the writer published. (Was
-            // Acquire; the mutation run found nothing that needs it.)
+            // is acted on without touching what the writer published.
             match self
                 .0
                 .compare_exchange_weak(current.0, next, Ordering::AcqRel, Ordering::Relaxed)
@@ -505,7 +354,7 @@ impl StateWord {
     /// # Panics
     ///
     /// If the slot is not free.
-    #[doc(hidden)]
+    #[cfg(test)]
     pub fn age_free(&self, generation: u32) {
         self.update(|s| {
             assert_eq!(

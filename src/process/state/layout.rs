@@ -1,0 +1,106 @@
+//! The state word's layout: where each field sits in the `u64` (see the
+//! diagram in the [module docs](super)), the lifecycle states, and the
+//! [`Snapshot`] a load returns.
+
+use core::fmt;
+
+const LIFECYCLE: u64 = 0b111;
+pub(super) const WOKEN: u64 = 1 << 3;
+pub(super) const MESSAGED: u64 = 1 << 4;
+pub(super) const TERMINATE: u64 = 1 << 5;
+pub(super) const CLOSE: u64 = 1 << 6;
+pub(super) const GENERATION_SHIFT: u32 = 32;
+
+/// The last generation a slot reaches. A slot freed into it is *retired*:
+/// the process table never hands it out again, so a generation never wraps
+/// back to one a stale [`Pid`](crate::process::Pid) still carries. (A slot
+/// reused every 300 ns, one worker's spawn-and-finish loop, would otherwise
+/// wrap its 32-bit generation in about 21 minutes.) Retiring costs one slot
+/// per 2^32 reuses of it.
+pub(crate) const LAST_GENERATION: u32 = u32::MAX;
+
+/// Where a process is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Lifecycle {
+    /// Waiting for a message (or a completion).
+    Idle = 0,
+    /// Waiting for a completion of a command it yielded.
+    Blocked = 1,
+    /// In a run queue (queued exactly once).
+    Ready = 2,
+    /// A worker is stepping it.
+    Running = 3,
+    /// Finished; its slot is about to be freed.
+    Complete = 4,
+    /// The slot holds no process.
+    Free = 5,
+}
+
+impl Lifecycle {
+    #[inline]
+    fn from_bits(bits: u64) -> Lifecycle {
+        match bits & LIFECYCLE {
+            0 => Lifecycle::Idle,
+            1 => Lifecycle::Blocked,
+            2 => Lifecycle::Ready,
+            3 => Lifecycle::Running,
+            4 => Lifecycle::Complete,
+            5 => Lifecycle::Free,
+            other => unreachable!("state word: invalid lifecycle {other}"),
+        }
+    }
+}
+
+/// A value read from a [`StateWord`].
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct Snapshot(pub(super) u64);
+
+impl Snapshot {
+    /// The lifecycle state.
+    #[inline]
+    pub fn lifecycle(self) -> Lifecycle {
+        Lifecycle::from_bits(self.0)
+    }
+
+    /// The slot generation.
+    #[inline]
+    pub fn generation(self) -> u32 {
+        (self.0 >> GENERATION_SHIFT) as u32
+    }
+
+    /// Whether a completion or cancel arrived during the current step.
+    #[inline]
+    pub fn is_woken(self) -> bool {
+        self.0 & WOKEN != 0
+    }
+
+    /// Whether a message arrived during the current step.
+    #[inline]
+    pub fn is_messaged(self) -> bool {
+        self.0 & MESSAGED != 0
+    }
+
+    /// Whether terminate was requested.
+    #[inline]
+    pub fn is_terminating(self) -> bool {
+        self.0 & TERMINATE != 0
+    }
+
+    #[inline]
+    pub(super) fn with_lifecycle(self, lifecycle: Lifecycle) -> u64 {
+        (self.0 & !LIFECYCLE) | lifecycle as u64
+    }
+}
+
+impl fmt::Debug for Snapshot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Snapshot")
+            .field("lifecycle", &self.lifecycle())
+            .field("generation", &self.generation())
+            .field("woken", &self.is_woken())
+            .field("messaged", &self.is_messaged())
+            .field("terminating", &self.is_terminating())
+            .finish()
+    }
+}
