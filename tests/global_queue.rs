@@ -1,5 +1,5 @@
 //! Behaviour and stress tests for the global run queue (`GlobalQueue`,
-//! `src/sched/global.rs`, reached through the crate's hidden `__internals`).
+//! `src/sched/core/global.rs`, reached through the crate's hidden `__internals`).
 //!
 //! Sizes shrink under Miri (`cfg!(miri)`); a normal run takes a second or two.
 

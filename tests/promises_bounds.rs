@@ -332,7 +332,7 @@ fn send_after_max_goes_to_on_undelivered_at_shutdown() {
 // ---- Outside timeouts: recv_timeout, send_timeout, call ----
 
 /// "As [`recv`], waiting at most `timeout`. [`RecvTimeoutError::Timeout`] if
-/// nothing came in time" (src/sched/outside.rs:199), at zero: it does not
+/// nothing came in time" (src/sched/outside/receiver.rs:199), at zero: it does not
 /// wait, and takes a message once one is forwarded.
 #[test]
 fn recv_timeout_zero_takes_what_was_forwarded_or_times_out() {
@@ -392,7 +392,7 @@ fn a_full_mailbox(s: &Scheduler<Script>, log: &Log) -> Pid {
 }
 
 /// "[`SendError::Full`] if there was no room within `timeout`" with "the
-/// message handed back" (src/sched/outside.rs:341), at zero.
+/// message handed back" (src/sched/outside/receiver.rs:341), at zero.
 #[test]
 fn send_timeout_zero_on_a_full_mailbox_hands_the_message_back() {
     let (s, log) = one_worker();
@@ -428,7 +428,7 @@ fn send_timeout_max_waits_for_room() {
 }
 
 /// "[`CallError::TimedOut`]: No reply came within the timeout."
-/// (src/sched/outside.rs:301), at zero, from a server that never replies.
+/// (src/sched/outside/receiver.rs:301), at zero, from a server that never replies.
 #[test]
 fn call_zero_times_out() {
     let (s, log) = one_worker();
@@ -458,8 +458,8 @@ fn call_max_waits_for_the_reply() {
 // ---- Joins and shutdown ----
 
 /// "Blocks for at most `timeout`; gives the handle back if the process is
-/// still running then." (src/sched/join.rs:175) and "`None` if the set is
-/// empty or no process ended in time" (src/sched/join.rs:390), at zero.
+/// still running then." (src/sched/outside/join.rs:175) and "`None` if the set is
+/// empty or no process ended in time" (src/sched/outside/join.rs:390), at zero.
 #[test]
 fn join_timeouts_of_zero_hand_back_or_return_at_once() {
     let (s, log) = one_worker();

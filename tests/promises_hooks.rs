@@ -1,6 +1,6 @@
 //! "If it blocks, only this worker waits: it is not yet registered as a
 //! sleeper, so no wakeup is sent to it meanwhile" (`Builder::on_park`,
-//! src/sched/builder.rs:136): a message sent while the only worker is
+//! src/sched/builder/mod.rs:136): a message sent while the only worker is
 //! blocked in its `on_park` hook is not lost: the worker, registering
 //! after the hook, sees it and runs its process.
 

@@ -94,7 +94,7 @@ fn guarded<T: Send + 'static>(
         .unwrap_or_else(|_| panic!("{what} did not return"))
 }
 
-/// "Dropping it does not affect the process." (src/sched/join.rs:93)
+/// "Dropping it does not affect the process." (src/sched/outside/join.rs:93)
 #[test]
 fn a_dropped_join_handle_does_not_affect_its_process() {
     let (s, completed) = scheduler();
@@ -112,8 +112,8 @@ fn a_dropped_join_handle_does_not_affect_its_process() {
 }
 
 /// "# Panics: If the outcome was already taken by polling the handle as a
-/// future." (src/sched/join.rs:158), and "# Panics: If polled again after
-/// it returned `Ready`." (src/sched/join.rs:222)
+/// future." (src/sched/outside/join.rs:158), and "# Panics: If polled again after
+/// it returned `Ready`." (src/sched/outside/join.rs:222)
 #[test]
 fn a_join_handle_polled_to_ready_panics_when_joined_or_polled_again() {
     let (s, _) = scheduler();
@@ -138,7 +138,7 @@ fn a_join_handle_polled_to_ready_panics_when_joined_or_polled_again() {
 }
 
 /// "Processes submitted into the set whose outcome has not been taken."
-/// (src/sched/join.rs:344); "Whether every outcome has been taken (or none
+/// (src/sched/outside/join.rs:344); "Whether every outcome has been taken (or none
 /// was submitted)." (join.rs:349); "`None` if none has ended since the last
 /// one taken." (join.rs:361); "`None` at once if the set is empty."
 /// (join.rs:368); "`Ready(None)` if the set is empty" (join.rs:419)
@@ -178,7 +178,7 @@ fn an_empty_join_set_answers_none_at_once() {
 }
 
 /// "Dropping the set does not affect its processes; their outcomes are
-/// then dropped as they end." (src/sched/join.rs:284)
+/// then dropped as they end." (src/sched/outside/join.rs:284)
 #[test]
 fn a_dropped_join_set_does_not_affect_its_processes() {
     let (s, completed) = scheduler();
@@ -199,7 +199,7 @@ fn a_dropped_join_set_does_not_affect_its_processes() {
     s.shutdown(Duration::from_secs(1));
 }
 
-/// "their outcomes are then dropped as they end" (src/sched/join.rs:285):
+/// "their outcomes are then dropped as they end" (src/sched/outside/join.rs:285):
 /// the outcome of a process of a dropped set is dropped when it ends, not
 /// kept until the last process of the set ends.
 #[test]

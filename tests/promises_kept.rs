@@ -368,11 +368,11 @@ fn a_completion_after_its_timeout_is_reported_to_on_undelivered() {
 }
 
 /// "[`SpawnRefused`] if the scheduler is shutting down or at its process
-/// limit (a receiver takes a process slot)." (src/sched/outside.rs:383);
+/// limit (a receiver takes a process slot)." (src/sched/outside/receiver.rs:383);
 /// "No receiver could be made for the reply (the scheduler is shutting
-/// down or at its process limit)." (src/sched/outside.rs:296); "A receiver
+/// down or at its process limit)." (src/sched/outside/receiver.rs:296); "A receiver
 /// occupies a process slot (it counts in [`Scheduler::live`],
-/// [`Scheduler::processes`] and `max_processes`)." (src/sched/outside.rs:109)
+/// [`Scheduler::processes`] and `max_processes`)." (src/sched/outside/receiver.rs:109)
 #[test]
 fn mailbox_and_call_at_the_process_limit_are_refused() {
     use stepsched::process::SpawnError;
@@ -432,7 +432,7 @@ fn a_process_refused_by_submit_into_is_not_added_to_the_set() {
 }
 
 /// "A later registration for the same kind, of either sort, replaces this
-/// one." (src/sched/builder.rs:197)
+/// one." (src/sched/builder/mod.rs:197)
 #[test]
 fn a_later_handler_for_a_kind_replaces_the_earlier_of_either_sort() {
     let answer =
@@ -476,7 +476,7 @@ fn a_later_handler_for_a_kind_replaces_the_earlier_of_either_sort() {
 }
 
 /// "The scheduler's own `Event::Cancel`s (a shutdown's or a terminate's,
-/// meant for the process alone) are not reported" (src/sched/builder.rs:330),
+/// meant for the process alone) are not reported" (src/sched/builder/mod.rs:330),
 /// while "Events left when the process ends go to
 /// [`Builder::on_undelivered`]" (src/process/mod.rs:149).
 #[test]
@@ -503,7 +503,7 @@ fn the_schedulers_own_cancel_is_not_reported_undelivered() {
     assert_eq!(undelivered.all(), [(pid, "note 1".to_owned())]);
 }
 
-/// "`on_complete` is not called for receivers." (src/sched/outside.rs:117)
+/// "`on_complete` is not called for receivers." (src/sched/outside/receiver.rs:117)
 #[test]
 fn on_complete_is_not_called_for_a_receiver() {
     let completed = Arc::new(Mutex::new(Vec::new()));
@@ -527,7 +527,7 @@ fn on_complete_is_not_called_for_a_receiver() {
     assert_eq!(*completed.lock().unwrap(), [pid], "the process alone");
 }
 
-/// "The scheduler shut down before a reply came." (src/sched/outside.rs:304)
+/// "The scheduler shut down before a reply came." (src/sched/outside/receiver.rs:304)
 #[test]
 fn a_call_waiting_when_the_scheduler_shuts_down_is_told_so() {
     let log = Log::default();
@@ -548,7 +548,7 @@ fn a_call_waiting_when_the_scheduler_shuts_down_is_told_so() {
 /// the timeout passed with processes still live" (src/sched/scheduler.rs:94):
 /// a shutdown whose processes all end on its cancel, long before the
 /// timeout, forces none of them. A receiver, which shutdown ends at once
-/// ("Shutdown ends every receiver", src/sched/outside.rs:116), is counted
+/// ("Shutdown ends every receiver", src/sched/outside/receiver.rs:116), is counted
 /// in `forced` all the same.
 #[test]
 fn a_receiver_ended_by_the_shutdown_is_not_counted_as_forced() {

@@ -200,7 +200,7 @@ fn every_count_setting_at_its_maximum_builds_and_runs() {
 /// "[`io::ErrorKind::InvalidInput`], naming the setting, for a value the
 /// scheduler cannot honour [...] a setting is refused rather than bent to
 /// another value. Else the error of a worker thread that cannot be
-/// spawned" (src/sched/builder.rs:536): `workers(usize::MAX)` cannot be
+/// spawned" (src/sched/builder/mod.rs:536): `workers(usize::MAX)` cannot be
 /// honoured, and `build` panics ("capacity overflow") instead of
 /// returning an error.
 #[test]
@@ -216,7 +216,7 @@ fn workers_beyond_what_can_be_spawned_is_an_error() {
 }
 
 /// "a ring of `events_per_worker` records (32 bytes each, allocated at
-/// build" (src/sched/builder.rs:409) and "a value the scheduler cannot
+/// build" (src/sched/builder/mod.rs:409) and "a value the scheduler cannot
 /// honour" is refused with `InvalidInput` (builder.rs:536): a ring of
 /// `usize::MAX` records cannot be allocated, and `build` panics
 /// ("capacity overflow") instead.
@@ -240,7 +240,7 @@ fn a_trace_ring_that_cannot_be_allocated_is_refused() {
 }
 
 /// "How long an idle blocking-pool thread waits for a command before it
-/// exits" (src/sched/builder.rs:305), at zero: threads exit as soon as
+/// exits" (src/sched/builder/mod.rs:305), at zero: threads exit as soon as
 /// they are idle, and every command still runs.
 #[test]
 fn blocking_keep_alive_zero_still_runs_every_command() {
@@ -272,7 +272,7 @@ fn blocking_keep_alive_max_runs_commands_and_shuts_down() {
 }
 
 /// "wakes every `threshold / 4` (at least 1 ms)" and "The monitor stops
-/// (and is joined) at shutdown" (src/sched/builder.rs:353, 371), at a
+/// (and is joined) at shutdown" (src/sched/builder/mod.rs:353, 371), at a
 /// threshold of zero and of `Duration::MAX`.
 #[test]
 fn a_long_step_monitor_of_zero_or_max_starts_and_stops() {

@@ -435,7 +435,7 @@ fn a_step_that_outlasts_the_grace_period_is_reported_stuck_and_closed_when_it_re
 /// which then finishes by itself with `Done(7)` within the grace period:
 /// its outcome is `Ok(7)`, but the report counts it as forced (whose
 /// outcome is documented as `Shutdown`) and not as completed. Cause:
-/// `close` in src/sched/worker.rs counts every close made during the
+/// `close` in src/sched/worker/mod.rs counts every close made during the
 /// FORCING phase as forced, whatever the outcome; and `report.completed` is
 /// read before FORCING begins.
 #[test]
@@ -531,7 +531,7 @@ fn shutdown_of_a_few_idle_processes_keeps_every_worker_thread_alive() {
 }
 
 /// Before commit 20e09ce, in debug builds, a worker died of "attempt to
-/// subtract with overflow" (src/sched/idle.rs) in about one in ten of these
+/// subtract with overflow" (src/sched/core/idle.rs) in about one in ten of these
 /// shutdowns, so 30 rounds failed nearly always; see
 /// `wake_all_leaves_no_stale_wakeup_for_a_worker_that_was_not_parked` in
 /// tests/sched_parking.rs for the mechanism.

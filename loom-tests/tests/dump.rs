@@ -1,5 +1,5 @@
 //! loom models of the process dump's read of a slot
-//! (`src/sched/figures.rs`): an entry never pairs one incarnation's
+//! (`src/sched/observe/figures.rs`): an entry never pairs one incarnation's
 //! PID with a figure written for another (the incarnation rule), and the
 //! queued-events figure never underflows.
 //!
@@ -125,7 +125,7 @@ impl Slot {
 ///   the dump's first read sees generation 1 but the figure loads miss its
 ///   reset and return incarnation 1's (stamp 1003, 2 steps, worker 1; from
 ///   milestone 2 on);
-/// - in `src/sched/figures.rs`, `Entry::read`'s `steps`, `last_worker` and
+/// - in `src/sched/observe/figures.rs`, `Entry::read`'s `steps`, `last_worker` and
 ///   `changed_at` loads (Acquire->Relaxed), and their partners
 ///   `Figures::reset::steps.store`, `Figures::count_step::steps.store`,
 ///   `Figures::ran_on::last_worker.store` and
@@ -242,7 +242,7 @@ fn reuse_against_one_read(start: usize) {
 /// count of a drain whose push the dump does not see would wrap it to
 /// `u32::MAX`.
 ///
-/// Kills `src/sched/figures.rs`'s
+/// Kills `src/sched/observe/figures.rs`'s
 /// `QueueCounts::count_drained::drained.store#0:Release->Relaxed` and
 /// `QueueCounts::queued::drained.load#0:Acquire->Relaxed`: the dump reads
 /// the drain's count, then a `pushed` from before the sender's increment

@@ -1,4 +1,4 @@
-//! loom models of the global run queue (`GlobalQueue`, `src/sched/global.rs`).
+//! loom models of the global run queue (`GlobalQueue`, `src/sched/core/global.rs`).
 //!
 //! Run (5 to 10 seconds per model in release, at 3 preemptions):
 //!

@@ -1,4 +1,4 @@
-//! loom models of the park/wake protocol (`src/sched/idle.rs`, README in
+//! loom models of the park/wake protocol (`src/sched/core/idle.rs`, README in
 //! `src/sched/`): work published while a worker goes to sleep is never left
 //! with every worker asleep.
 //!
@@ -92,7 +92,7 @@ fn two_publishers_one_sleeper() {
 // ---------------------------------------------------------------------------
 //
 // The models above stand one worker against a flag. The ones below run two
-// worker threads through the search loop of `src/sched/worker.rs` (`run`,
+// worker threads through the search loop of `src/sched/worker/mod.rs` (`run`,
 // `find_local`, `park`) against publishers that push into a real
 // `GlobalQueue` and then `notify_one`, as `Scheduler::submit` does. Because
 // each publisher is a loom thread, loom also preempts it between the swap

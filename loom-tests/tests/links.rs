@@ -1,4 +1,4 @@
-//! loom models of monitors and links (`src/sched/links.rs`): the crate's
+//! loom models of monitors and links (`src/sched/links/mod.rs`): the crate's
 //! own bookkeeping (`Links`, `links::unanswered`) against its real state
 //! word and mailbox, in the order the scheduler runs them:
 //!

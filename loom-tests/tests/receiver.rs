@@ -1,4 +1,4 @@
-//! loom models of an outside receiver's first step (`src/sched/outside.rs`,
+//! loom models of an outside receiver's first step (`src/sched/outside/receiver.rs`,
 //! `first_step`): its creator holds the new slot (Ready, queued nowhere)
 //! and makes the step itself, `start`, a look at the mailbox, `end_step`,
 //! while a thread that guessed the PID terminates it or sends to it. In

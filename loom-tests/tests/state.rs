@@ -3,7 +3,7 @@
 //! later step, and the process is queued exactly once.
 //!
 //! The queue is a [`Mailbox`], as in the scheduler's process slot
-//! (`src/sched/table.rs`), popped as the worker pops it (`pop_with` into a
+//! (`src/sched/core/table.rs`), popped as the worker pops it (`pop_with` into a
 //! node cache, `src/sched/worker/step.rs`). Its `pop` contract (one consumer
 //! at a time, successive consumers ordered by some synchronization) is kept
 //! by the state word alone: only the thread whose `start` moved the process

@@ -1,5 +1,5 @@
-//! loom models of the process table (`src/sched/table.rs`) on its own code:
-//! the pages and the tagged Treiber free list of `src/sched/slab.rs`, and
+//! loom models of the process table (`src/sched/core/table.rs`) on its own code:
+//! the pages and the tagged Treiber free list of `src/sched/core/slab.rs`, and
 //! each slot's state word (`src/process/state/`), whose generation tells
 //! a slot's incarnations apart. A slot is handed out to one holder at a
 //! time and never lost; a stale PID never reaches the slot's next process.

@@ -1,5 +1,5 @@
 //! loom model of the long-step monitor's seqlock
-//! (`StepWatch`, `src/sched/watch.rs`): a sample that returns a PID
+//! (`StepWatch`, `src/sched/observe/watch.rs`): a sample that returns a PID
 //! returns the PID of the step whose sequence number it returns, never
 //! another step's.
 //!
@@ -18,7 +18,7 @@ use stepsched::process::Pid;
 /// that paired a step with another's PID would report (and ask to yield)
 /// the wrong process. Successive samples also never go back.
 ///
-/// Kills these ordering mutants of `src/sched/watch.rs` (each weakened by
+/// Kills these ordering mutants of `src/sched/observe/watch.rs` (each weakened by
 /// hand, the model fails with the assertion below):
 ///
 /// - `StepWatch::begin::seq.store#0:Release->Relaxed` and

@@ -82,7 +82,7 @@ impl fmt::Display for ExitReason {
 /// `Box<str>`, two words) in the reason, `Event::Down` was the largest
 /// variant and grew every process's mailbox node by 8 bytes; with one
 /// pointer it fits in the space a `Completion` already takes (a unit test
-/// in `src/sched/links.rs` holds it to that).
+/// in `src/sched/links/mod.rs` holds it to that).
 #[derive(Clone, PartialEq, Eq, Hash)]
 // The extra allocation clippy warns of is the price of the thin pointer.
 #[allow(clippy::box_collection)]

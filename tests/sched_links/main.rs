@@ -1,4 +1,4 @@
-//! Monitors and links (`src/sched/links.rs`): a `Down` comes exactly once
+//! Monitors and links (`src/sched/links/mod.rs`): a `Down` comes exactly once
 //! per monitor, with the right reason, at once for a process already gone,
 //! never after a `demonitor`'s step, and never twice when the end races the
 //! monitor; a link chain dies from its head; a trapping process survives

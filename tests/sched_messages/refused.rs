@@ -51,7 +51,7 @@ fn send_after_the_process_finished_is_refused_as_finished_with_the_message() {
 #[test]
 fn a_stale_pid_never_reaches_the_newer_process_in_its_slot() {
     // One worker: it closes every process, so its cache of freed slots
-    // (`FREE_BATCH` = 32 in src/sched/table.rs) is the only one.
+    // (`FREE_BATCH` = 32 in src/sched/core/table.rs) is the only one.
     let scheduler = scheduler(1);
     let old_pid = finished_echo(&scheduler, 1);
 

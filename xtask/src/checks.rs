@@ -78,33 +78,39 @@ pub const MAP: &[(&str, &[&str])] = &[
         "src/process/",
         &["test:sched_monitor", "test:sched_messages"],
     ),
-    ("src/sched/idle.rs", &["loom:idle", "test:sched_parking"]),
+    (
+        "src/sched/core/idle.rs",
+        &["loom:idle", "test:sched_parking"],
+    ),
     // The process table's pages and free list are loom-built.
-    ("src/sched/slab.rs", &["loom:table"]),
+    ("src/sched/core/slab.rs", &["loom:table"]),
     // The phase word is loom-built (the Dekker pair with `create`;
     // `loom:drain`: deliveries racing EXITING and the stranded-events drain).
     (
-        "src/sched/phase.rs",
+        "src/sched/core/phase.rs",
         &["loom:phase", "loom:drain", "test:sched_shutdown_races"],
     ),
     (
-        "src/sched/global.rs",
+        "src/sched/core/global.rs",
         &["loom:global_queue", "test:global_queue"],
     ),
     // The dump's figures and its read of a slot are loom-built
     // (`loom:drain`: the queued counts across the shutdown drain).
     (
-        "src/sched/figures.rs",
+        "src/sched/observe/figures.rs",
         &["loom:dump", "loom:drain", "test:sched_dump"],
     ),
     // Monitors and links: their bookkeeping is loom-built; the one ordering
     // (the dump's Relaxed counts) is a figure, checked by the tests.
-    ("src/sched/links.rs", &["loom:links", "test:sched_links"]),
+    (
+        "src/sched/links/mod.rs",
+        &["loom:links", "test:sched_links"],
+    ),
     // Bounded mailboxes: the count and the room pair are loom-built.
     ("src/sched/bound.rs", &["loom:bound", "test:sched_bounded"]),
     // Not built under loom: the scheduler's integration tests in release.
     (
-        "src/sched/table.rs",
+        "src/sched/core/table.rs",
         &[
             "test:sched_commands",
             "test:sched_completion",
@@ -122,6 +128,40 @@ pub const MAP: &[(&str, &[&str])] = &[
             "test:sched_messages",
         ],
     ),
+    // Delivery, and the core's part of the shared state.
+    (
+        "src/sched/shared/",
+        &[
+            "test:sched_shutdown_races",
+            "test:sched_hooks",
+            "test:sched_shutdown",
+            "test:sched_errors",
+            "test:sched_messages",
+        ],
+    ),
+    (
+        "src/sched/core/shared.rs",
+        &[
+            "test:sched_shutdown_races",
+            "test:sched_hooks",
+            "test:sched_shutdown",
+            "test:sched_errors",
+            "test:sched_messages",
+        ],
+    ),
+    (
+        "src/sched/shutdown/",
+        &["test:sched_shutdown", "test:sched_shutdown_races"],
+    ),
+    ("src/sched/observe/ring.rs", &["test:sched_trace"]),
+    (
+        "src/sched/observe/api.rs",
+        &["test:sched_dump", "test:sched_messages", "test:sched_trace"],
+    ),
+    (
+        "src/sched/outside/",
+        &["test:sched_outside", "test:sched_completion"],
+    ),
     (
         "src/sched/scheduler.rs",
         &[
@@ -131,7 +171,7 @@ pub const MAP: &[(&str, &[&str])] = &[
         ],
     ),
     (
-        "src/sched/worker.rs",
+        "src/sched/worker/mod.rs",
         &[
             "test:sched_messages",
             "test:sched_completion",
@@ -157,18 +197,21 @@ pub const MAP: &[(&str, &[&str])] = &[
     // reuse); the worker's side is not.
     ("src/sched/timer/", &["loom:timers", "test:sched_timers"]),
     // The monitor's seqlock is loom-built (the monitor itself is not).
-    ("src/sched/watch.rs", &["loom:watch", "test:sched_monitor"]),
-    ("src/sched/monitor.rs", &["test:sched_monitor"]),
-    ("src/sched/clock.rs", &["test:sched_monitor"]),
-    ("src/sched/dump.rs", &["test:sched_dump"]),
     (
-        "src/sched/stats.rs",
+        "src/sched/observe/watch.rs",
+        &["loom:watch", "test:sched_monitor"],
+    ),
+    ("src/sched/observe/monitor.rs", &["test:sched_monitor"]),
+    ("src/sched/core/clock.rs", &["test:sched_monitor"]),
+    ("src/sched/observe/dump.rs", &["test:sched_dump"]),
+    (
+        "src/sched/observe/stats.rs",
         &["test:sched_dump", "test:sched_messages"],
     ),
-    ("src/sched/trace.rs", &["test:sched_trace"]),
-    ("src/sched/handler.rs", &["test:sched_errors"]),
+    ("src/sched/observe/trace.rs", &["test:sched_trace"]),
+    ("src/sched/commands/handler.rs", &["test:sched_errors"]),
     (
-        "src/sched/join.rs",
+        "src/sched/outside/join.rs",
         &["test:sched_shutdown", "test:sched_completion"],
     ),
     (
@@ -199,7 +242,7 @@ pub fn checks_for(file: &str, miri: bool) -> Vec<String> {
         // uninitialised memory.
         out.push("miri:deque_weak_memory".into());
     }
-    if miri && file == "src/sched/table.rs" {
+    if miri && file == "src/sched/core/table.rs" {
         // Weak memory over shutdown: the report's counts are read after
         // `live()` reached zero, which only the closed counts' Release and
         // Acquire order (x86 never shows it; Miri does). The unit test of

@@ -329,7 +329,7 @@ impl<P: Process> Builder<P> {
     /// On, a step costs two reads of the TSC (where it is invariant, else
     /// of `Instant`) and one 32-byte record, a small part of a message
     /// round trip. See
-    /// `src/sched/trace.rs`.
+    /// `src/sched/observe/trace.rs`.
     /// `events_per_worker` must be at least 1 and at most 2^32
     /// ([`build`](Builder::build) refuses 0 and more).
     pub fn trace(mut self, events_per_worker: usize) -> Self {

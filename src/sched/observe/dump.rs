@@ -54,7 +54,7 @@ pub struct ProcessInfo {
     /// Time since its last state change: when it was created, was woken,
     /// or a step started or ended. Coarse: to the millisecond, and the
     /// scheduler's clock may lag by as long as a worker takes for 488 steps
-    /// (see `src/sched/clock.rs`).
+    /// (see `src/sched/core/clock.rs`).
     pub since_change: Duration,
     /// Events (messages, completions, cancels) sent to it and not yet taken
     /// by a worker for a step. A snapshot, not a bound: while the process is

@@ -155,7 +155,7 @@ pub struct Stats {
     /// in a depot) if one is free at once, and a new one only if not: once
     /// warm, a steady stream of outside sends allocates few. (Completions
     /// and cancels from outside always take a new node, and are not
-    /// counted: `src/sched/depot.rs` says why.)
+    /// counted: `src/sched/core/depot.rs` says why.)
     pub outside_node_allocations: u64,
     /// Process slots retired at their last generation (`u32::MAX`): each
     /// was reused 2^32 times, and is never reused again, so that no PID is

@@ -1,4 +1,4 @@
-//! The worker's side of monitors and links (`src/sched/links.rs` has the
+//! The worker's side of monitors and links (`src/sched/links/mod.rs` has the
 //! design): sending a step's requests, receiving signals while collecting
 //! events, answering requests that found no process, and telling watchers
 //! and linked processes when a process ends.

@@ -14,7 +14,7 @@ fn a_miri_check_names_its_binary_and_filter() {
         ["--test", "sched_shutdown", "shutdown_c"]
     );
     assert_eq!(
-        checks_for("src/sched/table.rs", true)
+        checks_for("src/sched/core/table.rs", true)
             .last()
             .map(String::as_str),
         Some("miri:lib=table::tests::whoever")
@@ -51,15 +51,15 @@ fn files_map_to_their_checks() {
         ]
     );
     assert_eq!(
-        checks_for("src/sched/figures.rs", false),
+        checks_for("src/sched/observe/figures.rs", false),
         ["loom:dump", "loom:drain", "test:sched_dump"]
     );
     assert_eq!(
-        checks_for("src/sched/monitor.rs", false),
+        checks_for("src/sched/observe/monitor.rs", false),
         ["test:sched_monitor"]
     );
     assert_eq!(
-        checks_for("src/sched/watch.rs", false),
+        checks_for("src/sched/observe/watch.rs", false),
         ["loom:watch", "test:sched_monitor"]
     );
     assert_eq!(
