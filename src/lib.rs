@@ -112,8 +112,8 @@
 //! Every concurrency protocol here has loom models (`loom-tests/`), the
 //! queues run under Miri, and fuzz targets compare them with plain models
 //! (`fuzz/`). Design notes live beside the code: each module opens with how
-//! it works, `src/sched/README.md` explains spinning, parking and the wake
-//! rule, and `docs/ARCHITECTURE.md` puts the parts together and lists the
+//! it works, the READMEs of the scheduler's rooms (`src/sched/README.md`
+//! lists them) explain spinning, parking and the wake rule, and `docs/ARCHITECTURE.md` puts the parts together and lists the
 //! traps each one avoids.
 
 #![deny(missing_docs)]

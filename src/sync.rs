@@ -73,7 +73,7 @@ pub(crate) use imp::*;
 /// program sees, cannot fault, and `p` may dangle). For misses that would
 /// otherwise come one after the other, each waiting for the last (a step
 /// that sends to thousands of processes, a thief about to run the batch it
-/// stole: see `src/sched/README.md`, "Prefetching"). x86_64 only
+/// stole: see `src/sched/worker/README.md`, "Prefetching"). x86_64 only
 /// (`prefetchw`, or `prefetcht0` where the target lacks it); elsewhere,
 /// and under Miri and loom, it does nothing.
 #[inline(always)]

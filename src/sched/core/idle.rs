@@ -1,6 +1,6 @@
 //! Spinning and parking: how idle workers wait without losing a wakeup.
 //!
-//! The protocol is written up in `src/sched/README.md`; in short:
+//! The protocol is written up in `src/sched/core/README.md`; in short:
 //!
 //! - `state` packs how many workers are *spinning* (searching other
 //!   workers' queues; low 32 bits) and *sleeping* (parked; high 32 bits).

@@ -86,7 +86,7 @@ pub struct WorkerStats {
     /// queue that is not empty but whose next push is half done, a token
     /// held by another taker, or another worker's queue it may not steal
     /// from (it is not a spinner). Each counts as an idle round (the worker
-    /// yields its thread; see `src/sched/README.md`), so this grows slowly
+    /// yields its thread; see `src/sched/worker/README.md`), so this grows slowly
     /// even while a producer is stalled mid-push.
     pub parks_cancelled: u64,
     /// Times it was woken from a park.

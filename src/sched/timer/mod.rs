@@ -37,7 +37,7 @@
 //! every wheel, after registering as a sleeper and its SeqCst fence, and
 //! parks until then (with a timeout; no timer, no timeout: there is no
 //! periodic tick). Inserting a timer that lowers a wheel's `next` is
-//! *publishing work* under the wake rule (`src/sched/README.md`): the
+//! *publishing work* under the wake rule (`src/sched/core/README.md`): the
 //! inserter stores `next`, then `Idle::notify_one` (its SeqCst fence, then
 //! the sleeper count). In the fences' order either the sleeper's comes
 //! first, and the inserter sees it registered and wakes it (it then parks

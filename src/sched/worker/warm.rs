@@ -12,7 +12,7 @@
 //!
 //! Hints only: nothing here reads what the lines hold, but for the mailbox
 //! addresses the second pass needs (see each function). What it bought is
-//! in `src/sched/README.md`, "Prefetching".
+//! in `src/sched/worker/README.md`, "Prefetching".
 
 use crate::deque::MAX_STEAL;
 use crate::process::{Pid, Process};
