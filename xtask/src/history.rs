@@ -55,6 +55,21 @@ const ALLOWED: &[(&str, &str, &str)] = &[
         "what a user runs as processes",
     ),
     (
+        "README.md",
+        "actors or sessions",
+        "what a user runs as processes",
+    ),
+    (
+        "README.md",
+        "10,000 sessions",
+        "the tour's client processes",
+    ),
+    (
+        "README.md",
+        "The tour's sessions",
+        "the tour's client processes",
+    ),
+    (
         "xtask/src/history.rs",
         "",
         "this check's own rules and tests",
