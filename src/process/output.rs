@@ -5,7 +5,11 @@ use crate::sync::{AtomicU64, Ordering};
 use core::fmt;
 
 /// How a process wants to go on after a step.
+///
+/// Non-exhaustive: new statuses may be added in a minor release. Building
+/// one is unaffected; a `match` outside this crate ends with a `_` arm.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Status<O> {
     /// Run me again soon, after the work already waiting (like Go's
     /// `Gosched`): a process that always continues cannot starve others.
@@ -432,6 +436,12 @@ impl<P: Process> fmt::Debug for StepOutput<'_, P> {
 
 /// Why a process could not be created; the process comes back when it was
 /// never initialised.
+///
+/// Non-exhaustive: new reasons may be added in a minor release, so a `match`
+/// outside this crate ends with a `_` arm
+/// ([`into_process`](Self::into_process) takes the process back from any of
+/// them).
+#[non_exhaustive]
 pub enum SpawnError<P: Process> {
     /// The scheduler is shutting down or stopped.
     ShuttingDown(P),

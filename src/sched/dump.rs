@@ -43,7 +43,11 @@ use crate::sync::Ordering;
 use std::time::Duration;
 
 /// One live process, as seen by [`Scheduler::processes`].
+///
+/// Non-exhaustive: figures may be added in a minor release, so it is read
+/// field by field, not built or destructured whole outside this crate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ProcessInfo {
     /// Its PID.
     pub pid: Pid,

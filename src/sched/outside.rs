@@ -330,7 +330,11 @@ impl<P: Process> fmt::Debug for Recv<'_, P> {
 }
 
 /// Why [`Scheduler::call`] has no reply.
+///
+/// Non-exhaustive: new reasons may be added in a minor release, so a `match`
+/// outside this crate ends with a `_` arm.
 #[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum CallError<M> {
     /// No receiver could be made for the reply (the scheduler is shutting
     /// down or at its process limit).

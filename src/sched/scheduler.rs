@@ -77,7 +77,12 @@ pub struct Scheduler<P: Process> {
 }
 
 /// What [`Scheduler::shutdown`] found.
+///
+/// Non-exhaustive: counts may be added in a minor release, so it is read
+/// field by field (or compared with a value from `Default`), not built or
+/// destructured whole outside this crate.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ShutdownReport {
     /// Live processes that were sent a cancel event (none when the
     /// timeout is zero: see [`Scheduler::shutdown`]).
