@@ -145,6 +145,9 @@ impl<P: Process> Shared<P> {
         if self.phase() != phase::RUNNING {
             return Err(SpawnError::ShuttingDown(process));
         }
+        if let Some(why) = options.refused() {
+            return Err(SpawnError::InvalidOptions(process, why));
+        }
         // A first, cheap look, so that a process we would refuse is not
         // initialised; `insert` enforces the limit exactly.
         let max = self.table.max_live();
