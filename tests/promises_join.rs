@@ -13,12 +13,22 @@ use std::panic::{self, AssertUnwindSafe};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll, Wake, Waker};
 use std::thread;
 use std::time::Duration;
 
 use stepsched::process::{Event, NoCommand, Pid, Process, Status, StepOutput};
 use stepsched::sched::{JoinSet, Scheduler};
+
+/// A waker that does nothing (`Waker::noop` is newer than the crate's
+/// `rust-version`).
+fn noop_waker() -> Waker {
+    struct Noop;
+    impl Wake for Noop {
+        fn wake(self: Arc<Self>) {}
+    }
+    Waker::from(Arc::new(Noop))
+}
 
 /// An output that counts its drops.
 #[derive(Debug)]
@@ -120,7 +130,8 @@ fn a_join_handle_polled_to_ready_panics_when_joined_or_polled_again() {
     let drops = Arc::new(AtomicUsize::new(0));
     let mut handle = s.submit_joinable(Gate, "run", ()).unwrap();
     s.send(handle.pid(), Token(1, Arc::clone(&drops))).unwrap();
-    let mut cx = Context::from_waker(Waker::noop());
+    let waker = noop_waker();
+    let mut cx = Context::from_waker(&waker);
     wait_until("the handle to be ready", || {
         match Pin::new(&mut handle).poll(&mut cx) {
             Poll::Ready(outcome) => {
@@ -149,7 +160,8 @@ fn an_empty_join_set_answers_none_at_once() {
     let mut set = JoinSet::<Gate>::new();
     assert_eq!((set.len(), set.is_empty()), (0, true));
     assert!(set.try_join_next().is_none());
-    let mut cx = Context::from_waker(Waker::noop());
+    let waker = noop_waker();
+    let mut cx = Context::from_waker(&waker);
     assert!(matches!(set.poll_join_next(&mut cx), Poll::Ready(None)));
     let (set, next) = guarded("join_next on an empty set", move || {
         let next = set.join_next().map(|(pid, _)| pid);

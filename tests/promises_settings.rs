@@ -1,9 +1,11 @@
 //! Input bounds of the settings (`docs/proof/promises.md`): every count,
-//! capacity and `Duration` a `Builder` (and the deque and node cache) take,
-//! at 0, 1 and the type's maximum. 0 is refused by name where the docs say
-//! so (`tests/sched_flood.rs::settings_it_cannot_honour_are_refused_by_name`
-//! and the others named there); here, 1 and the maximum either work or are
-//! refused with a clear error, and never panic, wedge or lose work.
+//! capacity and `Duration` a `Builder` and `SpawnOptions` (and the deque
+//! and node cache) take, at 0, 1 and the type's maximum. 0 is refused by
+//! name where the docs say so (`tests/sched_flood.rs::settings_it_cannot_honour_are_refused_by_name`
+//! and the others named there; a stack size of 0 and a spawn's mailbox
+//! capacity of 0 here); 1 and the maximum either work or are refused with
+//! an error naming the setting and its value, and never panic, wedge or
+//! lose work.
 //!
 //! ```text
 //! cargo test --test promises_settings
@@ -20,7 +22,7 @@ use std::time::Duration;
 
 use stepsched::deque::Worker;
 use stepsched::mpsc::{Mailbox, NodeCache};
-use stepsched::process::{Command, Event, Process, StepOutput};
+use stepsched::process::{Command, Event, Process, SpawnError, SpawnOptions, StepOutput};
 use stepsched::sched::{Builder, Completer, Scheduler};
 
 /// A command for the handler of kind `.0`.
@@ -324,4 +326,121 @@ fn node_caches_of_limit_zero_one_and_max_keep_what_they_may() {
         );
         assert_eq!(cache.len(), kept, "limit {limit}");
     }
+}
+
+/// Spawns a child with the options its input names in its first step,
+/// then ends with what the spawn said. `inited` tells whether its `init`
+/// ran.
+#[derive(Default)]
+struct Parent {
+    inited: bool,
+    child: Option<SpawnOptions>,
+}
+
+impl Process for Parent {
+    type Input = Option<SpawnOptions>;
+    type Message = ();
+    type Command = Cmd;
+    type Reply = ();
+    type Output = Result<(), (bool, String)>;
+    type Error = ();
+
+    fn init(&mut self, _: &str, child: Option<SpawnOptions>) -> Result<(), ()> {
+        self.inited = true;
+        self.child = child;
+        Ok(())
+    }
+
+    fn step(&mut self, _: &mut Vec<Event<Self>>, out: &mut StepOutput<'_, Self>) -> Result<(), ()> {
+        let Some(options) = self.child.take() else {
+            out.done(Ok(()));
+            return Ok(());
+        };
+        match out.spawn_with(Parent::default(), "child", None, options) {
+            Ok(_) => out.done(Ok(())),
+            Err(SpawnError::InvalidOptions(child, why)) => {
+                out.done(Err((child.inited, why.into())))
+            }
+            Err(other) => out.done(Err((true, format!("another refusal: {other}")))),
+        }
+        Ok(())
+    }
+}
+
+/// "0 is taken here and refused by the spawn, as
+/// `Builder::mailbox_capacity(0)` is refused by the build [...] fails with
+/// [`SpawnError::InvalidOptions`], naming the setting, and hands the
+/// process back without running its `init`" (`SpawnOptions::mailbox_capacity`):
+/// from outside and from a step alike, and `u32::MAX` is taken.
+#[test]
+fn spawn_options_with_a_zero_mailbox_capacity_are_refused_by_the_spawn() {
+    let s = Scheduler::<Parent>::builder().workers(1).build().unwrap();
+    let zero = SpawnOptions::new().mailbox_capacity(0);
+    match s.submit_with(Parent::default(), "run", None, zero) {
+        Err(SpawnError::InvalidOptions(p, why)) => {
+            assert!(!p.inited, "handed back before its init");
+            assert!(why.contains("mailbox_capacity(0)"), "{why}");
+        }
+        other => panic!("not refused by name: {other:?}"),
+    }
+    let parent = s
+        .submit_joinable(Parent::default(), "run", Some(zero))
+        .unwrap();
+    match joined(parent) {
+        Ok(Err((inited, why))) => {
+            assert!(!inited, "handed back before its init");
+            assert!(why.contains("mailbox_capacity(0)"), "{why}");
+        }
+        other => panic!("a step's spawn not refused by name: {other:?}"),
+    }
+    let max = SpawnOptions::new().mailbox_capacity(u32::MAX);
+    let parent = s
+        .submit_joinable(Parent::default(), "run", Some(max))
+        .unwrap();
+    assert_eq!(joined(parent), Ok(Ok(())));
+    // The child it spawned runs and ends by itself.
+    common::wait_until("the child to end", || s.live() == 0);
+    assert_eq!(s.shutdown(Duration::from_secs(60)).forced, 0);
+}
+
+/// "At least 1: [`build`](Builder::build) refuses 0 [...] a size it cannot
+/// give (`usize::MAX`, say) fails `build` with the thread spawn's error,
+/// naming this setting and its value" (`Builder::stack_size`).
+#[test]
+fn a_stack_size_of_zero_or_one_the_system_cannot_give_is_refused_by_name() {
+    let zero = Scheduler::<Round>::builder()
+        .workers(1)
+        .stack_size(0)
+        .build()
+        .map(drop)
+        .unwrap_err();
+    assert_eq!(zero.kind(), ErrorKind::InvalidInput);
+    assert!(zero.to_string().contains("stack_size(0)"), "{zero}");
+    let max = guarded("build", || {
+        Scheduler::<Round>::builder()
+            .workers(1)
+            .stack_size(usize::MAX)
+            .build()
+            .map(drop)
+            .map_err(|e| e.to_string())
+    })
+    .expect("an error, not a panic")
+    .unwrap_err();
+    assert!(
+        max.contains(&format!("stack_size({})", usize::MAX)),
+        "{max}"
+    );
+}
+
+/// "naming the setting and its value, for a value the scheduler cannot
+/// honour (0 workers or more than 65,536, [...] a trace ring of 0 events
+/// or more than 2^32" (`Builder::build`): the refused value is in the
+/// message, not only the setting's name.
+#[test]
+fn a_setting_refused_as_too_large_is_named_with_its_value() {
+    let refused = |b: Builder<Round>| b.build().map(drop).unwrap_err().to_string();
+    let workers = refused(Scheduler::builder().workers(65_537));
+    assert!(workers.contains("workers(65537)"), "{workers}");
+    let trace = refused(Scheduler::builder().workers(1).trace((1 << 32) + 1));
+    assert!(trace.contains("trace(4294967297)"), "{trace}");
 }

@@ -64,6 +64,9 @@ enum Got {
     Dropped,
     Cancelled,
     TimedOut,
+    /// A reason this file does not know (`CommandError` is non-exhaustive):
+    /// equal to no expected value, so an assertion that meets it fails.
+    Other(String),
 }
 
 impl From<Result<u64, CommandError>> for Got {
@@ -76,6 +79,7 @@ impl From<Result<u64, CommandError>> for Got {
             Err(CommandError::Dropped) => Got::Dropped,
             Err(CommandError::Cancelled) => Got::Cancelled,
             Err(CommandError::TimedOut) => Got::TimedOut,
+            Err(other) => Got::Other(other.to_string()),
         }
     }
 }

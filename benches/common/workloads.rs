@@ -1,8 +1,9 @@
 //! Process types shared by the scheduler benchmarks, included with
-//! `#[path]` by the criterion bench (`benches/scheduler.rs`), the side-by-side
-//! run against tokio (`benches/peers/src/bin/scheduler.rs`) and the
-//! ping-pong soak (`tests/soak_ping_pong.rs`), so that all three run the same
-//! processes. Each includer uses some of them.
+//! `#[path]` by the criterion bench (`benches/scheduler.rs`) and the
+//! side-by-side run against tokio (`benches/peers/src/bin/scheduler.rs`), so
+//! that both run the same processes. Each includer uses some of them. (The
+//! ping-pong soak, `tests/soak_ping_pong.rs`, has its own copy of `Pinger`:
+//! the packaged crate's tests build without benches/.)
 #![allow(dead_code)]
 
 use std::sync::atomic::{AtomicU64, Ordering};

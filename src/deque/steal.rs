@@ -22,6 +22,9 @@
 /// };
 /// assert_eq!(found.map(|b| *b), Some(5));
 /// ```
+///
+/// Exhaustive on purpose: a steal finds the deque empty, wins, or loses a
+/// race; there is no fourth outcome.
 #[must_use]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Steal<T> {

@@ -26,6 +26,9 @@ use core::fmt;
 /// assert!(TryPopError::Empty.is_empty());
 /// assert!(TryPopError::Inconsistent.is_inconsistent());
 /// ```
+///
+/// Exhaustive on purpose: a Vyukov queue that yields no item is either empty
+/// or between a producer's swap and its link; there is no third way.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum TryPopError {
     /// No item was pushed that has not been popped, and no push had swapped

@@ -88,7 +88,12 @@ impl<P: Process> fmt::Debug for Event<P> {
 }
 
 /// Why a process is being cancelled.
+///
+/// Non-exhaustive: new reasons to cancel may be added in a minor release, so
+/// a `match` outside this crate ends with a `_` arm (a process that does not
+/// tell them apart treats every cancel as a request to stop).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Cancel {
     /// The scheduler is shutting down.
     Shutdown,
@@ -98,7 +103,11 @@ pub enum Cancel {
 }
 
 /// Why a yielded command has no reply.
+///
+/// Non-exhaustive: new reasons may be added in a minor release, so a `match`
+/// outside this crate ends with a `_` arm.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum CommandError {
     /// No handler is registered for the command's kind.
     UnknownCommand(&'static str),

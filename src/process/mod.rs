@@ -181,7 +181,11 @@ impl Command for NoCommand {
 }
 
 /// How a process ended, if not with [`Status::Done`].
+///
+/// Non-exhaustive: new ways to end may be added in a minor release, so a
+/// `match` outside this crate ends with a `_` arm.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ProcessError<E> {
     /// `init` or `step` returned this error.
     Failed(E),

@@ -5,7 +5,11 @@ use crate::sync::{AtomicU64, Ordering};
 use core::fmt;
 
 /// How a process wants to go on after a step.
+///
+/// Non-exhaustive: new statuses may be added in a minor release. Building
+/// one is unaffected; a `match` outside this crate ends with a `_` arm.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Status<O> {
     /// Run me again soon, after the work already waiting (like Go's
     /// `Gosched`): a process that always continues cannot starve others.
@@ -47,43 +51,96 @@ pub(crate) trait Spawner<P: Process> {
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct SpawnOptions {
-    /// `None`: the builder's default; `Some(0)`: unbounded.
-    capacity: Option<u32>,
+    capacity: Capacity,
+}
+
+/// The mailbox limit a [`SpawnOptions`] asks for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+enum Capacity {
+    /// The builder's.
+    #[default]
+    Default,
+    /// None.
+    Unbounded,
+    /// This many messages (0 is refused by the spawn).
+    Bounded(u32),
 }
 
 impl SpawnOptions {
     /// Every setting from the scheduler's builder.
     pub const fn new() -> Self {
-        SpawnOptions { capacity: None }
+        SpawnOptions {
+            capacity: Capacity::Default,
+        }
     }
 
     /// Bounds the process's mailbox to `messages` queued messages, whatever
     /// the builder's default (see
-    /// [`Builder::mailbox_capacity`](crate::sched::Builder::mailbox_capacity)).
+    /// [`Builder::mailbox_capacity`](crate::sched::Builder::mailbox_capacity)),
+    /// from 1 to `u32::MAX` (which bounds nothing in practice, but still
+    /// counts every message).
     ///
-    /// # Panics
+    /// 0 is taken here and refused by the spawn, as
+    /// `Builder::mailbox_capacity(0)` is refused by the build: a mailbox
+    /// that can hold nothing refuses every message, which is never what is
+    /// meant. The submit or spawn then fails with
+    /// [`SpawnError::InvalidOptions`], naming the setting, and hands the
+    /// process back without running its `init`.
     ///
-    /// If `messages` is 0: a mailbox that can hold nothing refuses every
-    /// message, which is never what is meant.
+    /// ```
+    /// # use stepsched::process::{Event, NoCommand, Process, StepOutput};
+    /// # struct Job;
+    /// # impl Process for Job {
+    /// #     type Input = (); type Message = (); type Command = NoCommand;
+    /// #     type Reply = (); type Output = (); type Error = ();
+    /// #     fn init(&mut self, _: &str, _: ()) -> Result<(), ()> { Ok(()) }
+    /// #     fn step(&mut self, _: &mut Vec<Event<Self>>, out: &mut StepOutput<'_, Self>) -> Result<(), ()> {
+    /// #         out.done(()); Ok(())
+    /// #     }
+    /// # }
+    /// use stepsched::process::{SpawnError, SpawnOptions};
+    /// use stepsched::sched::Scheduler;
+    ///
+    /// let scheduler = Scheduler::builder().workers(1).build()?;
+    /// let empty = SpawnOptions::new().mailbox_capacity(0);
+    /// match scheduler.submit_with(Job, "", (), empty) {
+    ///     Err(SpawnError::InvalidOptions(_job, why)) => {
+    ///         assert!(why.contains("mailbox_capacity(0)"))
+    ///     }
+    ///     other => panic!("{other:?}"),
+    /// }
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub const fn mailbox_capacity(mut self, messages: u32) -> Self {
-        assert!(
-            messages > 0,
-            "SpawnOptions::mailbox_capacity(0): hold at least one message"
-        );
-        self.capacity = Some(messages);
+        self.capacity = Capacity::Bounded(messages);
         self
     }
 
     /// Leaves the process's mailbox unbounded, whatever the builder's
     /// default.
     pub const fn unbounded_mailbox(mut self) -> Self {
-        self.capacity = Some(0);
+        self.capacity = Capacity::Unbounded;
         self
     }
 
     /// The mailbox limit this asks for (0: unbounded), or `default`.
     pub(crate) fn capacity_or(self, default: u32) -> u32 {
-        self.capacity.unwrap_or(default)
+        match self.capacity {
+            Capacity::Default => default,
+            Capacity::Unbounded => 0,
+            Capacity::Bounded(messages) => messages,
+        }
+    }
+
+    /// Why a spawn must refuse these options, naming the setting and its
+    /// value; `None` if it can honour them.
+    pub(crate) fn refused(self) -> Option<&'static str> {
+        match self.capacity {
+            Capacity::Bounded(0) => {
+                Some("SpawnOptions::mailbox_capacity(0): a mailbox holds at least 1 message")
+            }
+            _ => None,
+        }
     }
 }
 
@@ -246,7 +303,8 @@ impl<'a, P: Process> StepOutput<'a, P> {
     /// # Errors
     ///
     /// [`SpawnError`] hands the child back if the scheduler is stopping or
-    /// full, or reports the error or panic of its `init`.
+    /// full (or, from [`spawn_with`](StepOutput::spawn_with), if its options
+    /// are refused), or reports the error or panic of its `init`.
     pub fn spawn(
         &mut self,
         process: P,
@@ -261,7 +319,10 @@ impl<'a, P: Process> StepOutput<'a, P> {
     ///
     /// # Errors
     ///
-    /// As [`spawn`](StepOutput::spawn).
+    /// As [`spawn`](StepOutput::spawn), and
+    /// [`SpawnError::InvalidOptions`] for options it cannot honour (a
+    /// mailbox capacity of 0), with the child handed back before its
+    /// `init`.
     pub fn spawn_with(
         &mut self,
         process: P,
@@ -432,6 +493,12 @@ impl<P: Process> fmt::Debug for StepOutput<'_, P> {
 
 /// Why a process could not be created; the process comes back when it was
 /// never initialised.
+///
+/// Non-exhaustive: new reasons may be added in a minor release, so a `match`
+/// outside this crate ends with a `_` arm
+/// ([`into_process`](Self::into_process) takes the process back from any of
+/// them).
+#[non_exhaustive]
 pub enum SpawnError<P: Process> {
     /// The scheduler is shutting down or stopped.
     ShuttingDown(P),
@@ -440,13 +507,20 @@ pub enum SpawnError<P: Process> {
     /// The process's `init` failed or panicked; it was not started and
     /// `close` was not called.
     Init(P, ProcessError<P::Error>),
+    /// Its [`SpawnOptions`] ask for what the scheduler cannot honour (a
+    /// mailbox capacity of 0); the text names the setting and its value.
+    /// The process was not initialised.
+    InvalidOptions(P, &'static str),
 }
 
 impl<P: Process> SpawnError<P> {
     /// The process that was refused.
     pub fn into_process(self) -> P {
         match self {
-            SpawnError::ShuttingDown(p) | SpawnError::AtCapacity(p) | SpawnError::Init(p, _) => p,
+            SpawnError::ShuttingDown(p)
+            | SpawnError::AtCapacity(p)
+            | SpawnError::Init(p, _)
+            | SpawnError::InvalidOptions(p, _) => p,
         }
     }
 }
@@ -457,6 +531,11 @@ impl<P: Process> fmt::Debug for SpawnError<P> {
             SpawnError::ShuttingDown(_) => f.write_str("ShuttingDown(..)"),
             SpawnError::AtCapacity(_) => f.write_str("AtCapacity(..)"),
             SpawnError::Init(_, e) => f.debug_tuple("Init").field(&"..").field(e).finish(),
+            SpawnError::InvalidOptions(_, why) => f
+                .debug_tuple("InvalidOptions")
+                .field(&"..")
+                .field(why)
+                .finish(),
         }
     }
 }
@@ -467,6 +546,7 @@ impl<P: Process> fmt::Display for SpawnError<P> {
             SpawnError::ShuttingDown(_) => f.write_str("the scheduler is shutting down"),
             SpawnError::AtCapacity(_) => f.write_str("the scheduler is at its process limit"),
             SpawnError::Init(_, e) => write!(f, "process init failed: {e}"),
+            SpawnError::InvalidOptions(_, why) => write!(f, "spawn refused: {why}"),
         }
     }
 }

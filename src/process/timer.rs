@@ -41,6 +41,11 @@ impl<P: Process> StepOutput<'_, P> {
     /// When the process ends, its pending timers are cancelled (and those
     /// set by the step it ends in are never armed).
     ///
+    /// Any duration is taken: `Duration::ZERO` fires at the next tick of the
+    /// worker's wheel, still through an event; a deadline too far for the
+    /// clock (`Duration::MAX`) saturates and never fires, and the timer is
+    /// cancelled with its process.
+    ///
     /// ```
     /// use std::time::{Duration, Instant};
     /// use stepsched::process::{Event, NoCommand, Process, StepOutput};
@@ -107,7 +112,10 @@ impl<P: Process> StepOutput<'_, P> {
     /// and the tag is done: a later completion of it is refused as stale
     /// (as any completion of a tag the process no longer waits for), so the
     /// process never sees two. A completion that comes first cancels the
-    /// timeout.
+    /// timeout. `Duration::ZERO` times the command out at the wheel's next
+    /// tick unless its handler completed it first (a handler on the worker
+    /// runs right after the step, before that tick); `Duration::MAX` never
+    /// times it out, as [`yield_command`](Self::yield_command).
     ///
     /// ```
     /// use std::time::Duration;

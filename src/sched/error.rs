@@ -4,7 +4,12 @@ use core::fmt;
 
 /// Why [`Scheduler::send`](crate::sched::Scheduler::send) refused a message; the
 /// message is inside.
+///
+/// Non-exhaustive: new reasons may be added in a minor release, so a `match`
+/// outside this crate ends with a `_` arm ([`into_inner`](Self::into_inner)
+/// takes the message back from any of them).
 #[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum SendError<M> {
     /// No process ever had this PID.
     NoSuchProcess(M),
@@ -56,7 +61,11 @@ impl<M> fmt::Display for SendError<M> {
 impl<M> std::error::Error for SendError<M> {}
 
 /// Why [`Scheduler::terminate`](crate::sched::Scheduler::terminate) did nothing.
+///
+/// Non-exhaustive: new reasons may be added in a minor release, so a `match`
+/// outside this crate ends with a `_` arm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum TerminateError {
     /// No process ever had this PID.
     NoSuchProcess,
@@ -77,6 +86,11 @@ impl std::error::Error for TerminateError {}
 
 /// Why a [`Completer`](crate::sched::Completer) could not deliver its completion;
 /// the result is inside.
+///
+/// Non-exhaustive: new reasons may be added in a minor release, so a `match`
+/// outside this crate ends with a `_` arm ([`into_inner`](Self::into_inner)
+/// takes the result back from any of them).
+#[non_exhaustive]
 pub enum CompleteError<T> {
     /// The process has ended (or was never there).
     Finished(T),
@@ -114,7 +128,11 @@ impl<T> fmt::Display for CompleteError<T> {
 impl<T> std::error::Error for CompleteError<T> {}
 
 /// Why [`Scheduler::mailbox`](crate::sched::Scheduler::mailbox) made no receiver.
+///
+/// Non-exhaustive: new reasons may be added in a minor release, so a `match`
+/// outside this crate ends with a `_` arm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum SpawnRefused {
     /// The scheduler is shutting down.
     ShuttingDown,

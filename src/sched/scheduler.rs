@@ -232,7 +232,10 @@ impl<P: Process> Scheduler<P> {
     ///
     /// # Errors
     ///
-    /// As [`submit`](Scheduler::submit).
+    /// As [`submit`](Scheduler::submit), and
+    /// [`SpawnError::InvalidOptions`](crate::process::SpawnError::InvalidOptions)
+    /// for options it cannot honour (a mailbox capacity of 0), with the
+    /// process handed back before its `init`.
     pub fn submit_with(
         &self,
         process: P,

@@ -104,6 +104,9 @@ impl<P: Process> Shared<P> {
         if self.core.phase() != phase::RUNNING {
             return Err(SpawnError::ShuttingDown(process));
         }
+        if let Some(why) = options.refused() {
+            return Err(SpawnError::InvalidOptions(process, why));
+        }
         // A first, cheap look, so that a process we would refuse is not
         // initialised; `insert` enforces the limit exactly.
         let max = self.core.table.max_live();

@@ -502,7 +502,9 @@ impl Process for Actor {
                 out.done(self.serial); // the last step, whatever it returns
                 return Ok(());
             }
-            Some(Cancel::Shutdown) => self.stopping = true,
+            // Shutdown, and any other reason (`Cancel` is non-exhaustive):
+            // finish in time.
+            Some(_) => self.stopping = true,
             None => {}
         }
         if self.steps == 1 && self.who == Who::Watcher {

@@ -283,6 +283,9 @@ impl End {
             Err(ProcessError::Panicked(_)) => End::Panicked,
             Err(ProcessError::Terminated) => End::Terminated,
             Err(ProcessError::Shutdown) => End::Shutdown,
+            // `ProcessError` is non-exhaustive: an end these books do not
+            // know fails the round rather than pass unchecked.
+            Err(other) => panic!("an outcome the books do not know: {other:?}"),
         }
     }
 }

@@ -97,6 +97,11 @@ fn build(ctx: &Arc<Ctx>) -> Scheduler<Soaker> {
                 Err(ProcessError::Panicked(_)) => 2,
                 Err(ProcessError::Terminated) => 3,
                 Err(ProcessError::Shutdown) => 4,
+                // `ProcessError` is non-exhaustive: an end the books do not
+                // know fails the soak.
+                Err(other) => {
+                    return c4.fail(format!("an outcome the books do not know: {other:?}"))
+                }
             };
             c4.outcomes[kind].fetch_add(1, Ordering::Relaxed);
             c4.on_complete.fetch_add(1, Ordering::Relaxed);

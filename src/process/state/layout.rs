@@ -20,8 +20,13 @@ pub(super) const GENERATION_SHIFT: u32 = 32;
 pub(crate) const LAST_GENERATION: u32 = u32::MAX;
 
 /// Where a process is in its life.
+///
+/// Non-exhaustive: states may be added in a minor release, so a `match`
+/// outside this crate (on [`ProcessInfo::state`](crate::sched::ProcessInfo::state),
+/// say) ends with a `_` arm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(u8)]
+#[non_exhaustive]
 pub enum Lifecycle {
     /// Waiting for a message (or a completion).
     Idle = 0,

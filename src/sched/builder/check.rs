@@ -15,12 +15,20 @@ pub(crate) const MAX_WORKERS: usize = 1 << 16;
 pub(crate) const MAX_TRACE_EVENTS: usize = 1 << 32;
 
 impl<P: Process> Builder<P> {
-    /// Refuses the settings `build` cannot honour, naming each.
+    /// Refuses the settings `build` cannot honour, naming each with its
+    /// value. Zero is refused wherever it would mean "none" of something the
+    /// scheduler needs; a maximum is refused where honouring it would fail
+    /// at build (an allocation, a thread), and is otherwise taken (no limit
+    /// in effect).
     pub(super) fn validate(&self) -> io::Result<()> {
         let zero = [
             (
                 self.workers == Some(0),
                 "workers(0): a scheduler needs at least one worker",
+            ),
+            (
+                self.stack_size == Some(0),
+                "stack_size(0): a worker thread needs a stack",
             ),
             (
                 self.global_queue_interval == 0,
@@ -51,23 +59,42 @@ impl<P: Process> Builder<P> {
                 "max_blocking_threads(0): the blocking pool needs at least one thread",
             ),
         ];
-        let too_large = [
-            (
-                self.workers.is_some_and(|n| n > MAX_WORKERS),
-                "workers(n): at most 65,536 workers",
-            ),
-            (
-                self.trace.is_some_and(|n| n > MAX_TRACE_EVENTS),
-                "trace(n): a trace ring holds at most 2^32 events",
-            ),
-        ];
-        match zero.iter().chain(&too_large).find(|(refused, _)| *refused) {
-            Some((_, why)) => Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("stepsched::Builder::{why}"),
-            )),
-            None => Ok(()),
+        if let Some((_, why)) = zero.iter().find(|(refused, _)| *refused) {
+            return Err(refusal(why));
         }
+        if let Some(n) = self.workers.filter(|&n| n > MAX_WORKERS) {
+            return Err(refusal(&format!("workers({n}): at most 65,536 workers")));
+        }
+        if let Some(n) = self.trace.filter(|&n| n > MAX_TRACE_EVENTS) {
+            return Err(refusal(&format!(
+                "trace({n}): a trace ring holds at most 2^32 events"
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// The error of a refused setting: `InvalidInput`, naming it.
+fn refusal(why: &str) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!("stepsched::Builder::{why}"),
+    )
+}
+
+/// A thread `build` could not spawn while a `stack_size` was set (a size
+/// the system cannot give, say): the spawn's error, of the same kind, with
+/// the setting and its value named.
+pub(super) fn with_stack_size(error: io::Error, stack_size: Option<usize>) -> io::Error {
+    match stack_size {
+        Some(bytes) => io::Error::new(
+            error.kind(),
+            format!(
+                "stepsched::Builder::build: a thread could not be spawned \
+                 with stack_size({bytes}): {error}"
+            ),
+        ),
+        None => error,
     }
 }
 

@@ -98,7 +98,14 @@ impl<P: Process> Builder<P> {
         self
     }
 
-    /// The stack size of worker threads, in bytes (default: std's).
+    /// The stack size of worker threads and of the blocking pool's threads,
+    /// in bytes (default: std's). At least 1: [`build`](Builder::build)
+    /// refuses 0. The system rounds a size up to its minimum and to whole
+    /// pages; a size it cannot give (`usize::MAX`, say) fails `build` with
+    /// the thread spawn's error, naming this setting and its value (a pool
+    /// thread that cannot be spawned later fails the commands waiting for
+    /// it with [`CommandError::Failed`](crate::process::CommandError::Failed)
+    /// if no other pool thread lives).
     pub fn stack_size(mut self, bytes: usize) -> Self {
         self.stack_size = Some(bytes);
         self
@@ -113,7 +120,9 @@ impl<P: Process> Builder<P> {
     /// with `d` older ones ahead of it there runs within `ticks * (d + 1)`
     /// of that worker's steps (for `ticks` of at least 2; 1 leaves no tick
     /// between checks, and the deque is then newest first only; 0 is
-    /// refused by [`build`](Builder::build)).
+    /// refused by [`build`](Builder::build)). `u32::MAX` is taken: the
+    /// checks then come once every 2^32 ticks, which in practice turns
+    /// them off.
     pub fn global_queue_interval(mut self, ticks: u32) -> Self {
         self.global_queue_interval = ticks;
         self
@@ -124,7 +133,12 @@ impl<P: Process> Builder<P> {
     /// `park_after` (defaults 4 and 16: about 1 µs of pausing, then roughly
     /// 12 scheduler yields, ~10-50 µs, before a park that costs a futex wake
     /// of ~5-20 µs to undo). `park_after` must be at least 1
-    /// ([`build`](Builder::build) refuses 0).
+    /// ([`build`](Builder::build) refuses 0); a `spin_tight` at or above it
+    /// spins every round before the park, and 0 never spins. `u32::MAX` is
+    /// taken for either: a `park_after` of `u32::MAX` keeps an idle worker
+    /// spinning or yielding for 2^32 rounds before it parks, which in
+    /// practice means it never parks and an idle scheduler keeps its cores
+    /// busy.
     pub fn spin_thresholds(mut self, spin_tight: u32, park_after: u32) -> Self {
         self.spin_tight = spin_tight;
         self.park_after = park_after;
@@ -133,7 +147,10 @@ impl<P: Process> Builder<P> {
 
     /// The most processes alive at once; submits beyond it are refused
     /// with the process handed back. Default: no limit. At least 1
-    /// ([`build`](Builder::build) refuses 0).
+    /// ([`build`](Builder::build) refuses 0). Whatever the limit, at most
+    /// 2^32 - 2 processes are alive at once (a PID's slot index has 32
+    /// bits): a larger limit, `usize::MAX` included, means that one. A
+    /// [`Receiver`](super::Receiver) takes a place too.
     pub fn max_processes(mut self, limit: usize) -> Self {
         self.max_processes = Some(limit);
         self
@@ -245,7 +262,8 @@ impl<P: Process> Builder<P> {
     /// The most threads the blocking pool runs at once (default
     /// [`DEFAULT_MAX_BLOCKING_THREADS`](crate::sched::DEFAULT_MAX_BLOCKING_THREADS),
     /// 512, tokio's); commands beyond it wait in FIFO order. Must be at
-    /// least 1: [`build`](Builder::build) refuses 0.
+    /// least 1: [`build`](Builder::build) refuses 0. `usize::MAX` is taken:
+    /// no limit (a thread for every command that finds none idle).
     pub fn max_blocking_threads(mut self, threads: usize) -> Self {
         self.max_blocking_threads = threads;
         self
@@ -254,7 +272,10 @@ impl<P: Process> Builder<P> {
     /// How long an idle blocking-pool thread waits for a command before it
     /// exits (default
     /// [`DEFAULT_BLOCKING_KEEP_ALIVE`](crate::sched::DEFAULT_BLOCKING_KEEP_ALIVE),
-    /// 10 s, tokio's).
+    /// 10 s, tokio's). Any duration is taken: `Duration::ZERO` lets a
+    /// thread exit as soon as it finds no command waiting (the next command
+    /// starts a new one), and `Duration::MAX` keeps idle threads until
+    /// shutdown.
     pub fn blocking_keep_alive(mut self, keep_alive: Duration) -> Self {
         self.blocking_keep_alive = keep_alive;
         self
@@ -276,7 +297,11 @@ impl<P: Process> Builder<P> {
     /// holds its worker until it returns. "Step" here covers the command
     /// handlers it yields to and `close`, which run on the worker too.
     /// [`DEFAULT_LONG_STEP_THRESHOLD`](crate::sched::DEFAULT_LONG_STEP_THRESHOLD) is
-    /// 10 ms, Go's. The callback runs on the monitor thread: keep it short,
+    /// 10 ms, Go's. Any threshold is taken: `Duration::ZERO` makes a long
+    /// step of every step the monitor finds running at two samples in a
+    /// row (1 ms apart), and `Duration::MAX` never reports one (the monitor
+    /// thread still runs, and stops at shutdown). The callback runs on the
+    /// monitor thread: keep it short,
     /// as the next tick waits for it; a panic in it is caught and the
     /// monitor goes on. The monitor stops (and is joined) at
     /// shutdown. With a monitor, workers pay three plain stores per step to
@@ -413,7 +438,10 @@ impl<P: Process> Builder<P> {
     }
 
     /// Bounds every process's mailbox to `messages` queued messages (at
-    /// least 1: [`build`](Builder::build) refuses 0). Default: unbounded.
+    /// least 1: [`build`](Builder::build) refuses 0, as a spawn refuses
+    /// [`SpawnOptions::mailbox_capacity(0)`](crate::process::SpawnOptions::mailbox_capacity)).
+    /// `u32::MAX` is taken: it bounds nothing in practice, but every
+    /// message still pays the count. Default: unbounded.
     /// A process may be given its own capacity, or none, with
     /// [`SpawnOptions`](crate::process::SpawnOptions).
     ///
@@ -449,12 +477,14 @@ impl<P: Process> Builder<P> {
     ///
     /// # Errors
     ///
-    /// [`io::ErrorKind::InvalidInput`], naming the setting, for a value the
-    /// scheduler cannot honour (0 workers, a 0 global queue interval, a 0
-    /// `park_after`, a 0 process limit, a 0-event trace ring, 0 events per
-    /// step, 0 blocking threads): a setting is refused rather than bent to another value. Else
-    /// the error of a worker thread that cannot be spawned (workers already
-    /// started are stopped again).
+    /// [`io::ErrorKind::InvalidInput`], naming the setting and its value,
+    /// for a value the scheduler cannot honour (0 workers or more than
+    /// 65,536, a 0 stack size, a 0 global queue interval, a 0 `park_after`,
+    /// a 0 process limit, a trace ring of 0 events or more than 2^32, 0
+    /// events per step, a 0 mailbox capacity, 0 blocking threads): a
+    /// setting is refused rather than bent to another value. Else the error
+    /// of a thread that cannot be spawned, naming the stack size if one was
+    /// set (threads already started are stopped again).
     ///
     /// ```
     /// # use stepsched::process::{Event, NoCommand, Process, StepOutput};
@@ -504,6 +534,7 @@ impl<P: Process> Builder<P> {
             self.hooks,
             self.monitor,
         )
+        .map_err(|error| check::with_stack_size(error, self.stack_size))
     }
 }
 

@@ -39,7 +39,11 @@ use crate::process::Pid;
 use std::time::Duration;
 
 /// One live process, as seen by [`Scheduler::processes`](crate::sched::Scheduler::processes).
+///
+/// Non-exhaustive: figures may be added in a minor release, so it is read
+/// field by field, not built or destructured whole outside this crate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ProcessInfo {
     /// Its PID.
     pub pid: Pid,

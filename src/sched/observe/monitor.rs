@@ -68,7 +68,11 @@ pub const DEFAULT_LONG_STEP_THRESHOLD: Duration = Duration::from_millis(10);
 
 /// A step that has run longer than the monitor's threshold, as passed to the
 /// callback of [`Builder::long_step_monitor`](crate::sched::Builder::long_step_monitor).
+///
+/// Non-exhaustive: details may be added in a minor release, so it is read
+/// field by field, not built or destructured whole outside this crate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct LongStep {
     /// The process whose step it is.
     pub pid: Pid,

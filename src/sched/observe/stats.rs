@@ -63,7 +63,12 @@ impl Counters {
 }
 
 /// One worker's counters, as read by [`Scheduler::stats`](crate::sched::Scheduler::stats).
+///
+/// Non-exhaustive: counters may be added in a minor release, so it is read
+/// field by field (or compared with a value from `Default`), not built or
+/// destructured whole outside this crate.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct WorkerStats {
     /// Steps run.
     pub steps: u64,
@@ -99,7 +104,11 @@ pub struct WorkerStats {
 /// [`Scheduler::stats`](crate::sched::Scheduler::stats) (see
 /// [`Builder::blocking_handler`](crate::sched::Builder::blocking_handler)). The
 /// four are read together, under the pool's lock.
+///
+/// Non-exhaustive: counts may be added in a minor release (see
+/// [`WorkerStats`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct BlockingStats {
     /// Pool threads alive (busy, idle, or starting).
     pub threads: usize,
@@ -115,7 +124,11 @@ pub struct BlockingStats {
 
 /// A snapshot of the scheduler's counters. Each number is exact for its own
 /// counter; they are not read at one instant.
+///
+/// Non-exhaustive: counters may be added in a minor release (see
+/// [`WorkerStats`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Stats {
     /// One entry per worker, by index.
     pub workers: Vec<WorkerStats>,
@@ -269,7 +282,11 @@ impl fmt::Display for Stats {
 }
 
 /// Timer counts, as read by [`Scheduler::stats`](crate::sched::Scheduler::stats).
+///
+/// Non-exhaustive: counts may be added in a minor release (see
+/// [`WorkerStats`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct TimerStats {
     /// Timers fired (`wake_after`/`wake_at`, command timeouts and
     /// `send_after`), whether or not their event was still wanted.

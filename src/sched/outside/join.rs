@@ -158,6 +158,17 @@ impl<P: Process> JoinHandle<P> {
     /// # Panics
     ///
     /// If the outcome was already taken by polling the handle as a future.
+    ///
+    /// # Blocking
+    ///
+    /// Blocks the calling thread until the process ends. Call it from a thread
+    /// that is not one of the scheduler's workers. From a process's step, or
+    /// from a handler registered with [`handler`](crate::sched::Builder::handler)
+    /// (which runs on the worker), it holds that worker while it waits, and the
+    /// process it waits for may need that very worker to run: on a one-worker
+    /// scheduler it never returns. A process waits for another with a monitor
+    /// ([`StepOutput::monitor`](crate::process::StepOutput::monitor)); an async
+    /// task awaits the handle instead.
     pub fn join(self) -> Outcome<P> {
         let mut state = self.cell.lock();
         loop {
@@ -178,6 +189,18 @@ impl<P: Process> JoinHandle<P> {
     /// # Errors
     ///
     /// `Err(self)` if the process did not end within `timeout`.
+    ///
+    /// # Blocking
+    ///
+    /// Blocks the calling thread for at most `timeout`: `Duration::ZERO` looks
+    /// once without waiting, and a timeout too large for the clock
+    /// (`Duration::MAX`) waits as [`join`](JoinHandle::join) does. Call it from
+    /// a thread that is not one of the scheduler's workers. From a process's
+    /// step, or from a handler registered with
+    /// [`handler`](crate::sched::Builder::handler) (which runs on the worker), it
+    /// holds that worker while it waits, and the process it waits for may need
+    /// that very worker to run: on a one-worker scheduler it always waits out
+    /// its timeout.
     pub fn join_timeout(self, timeout: Duration) -> Result<Outcome<P>, Self> {
         let deadline = crate::sched::core::clock::deadline(timeout);
         {
@@ -375,6 +398,16 @@ impl<P: Process> JoinSet<P> {
 
     /// Blocks until a process of the set ends and returns it with its
     /// outcome; `None` at once if the set is empty.
+    ///
+    /// # Blocking
+    ///
+    /// Blocks the calling thread until a process of the set ends (not when the
+    /// set is empty). Call it from a thread that is not one of the scheduler's
+    /// workers. From a process's step, or from a handler registered with
+    /// [`handler`](crate::sched::Builder::handler) (which runs on the worker), it
+    /// holds that worker while it waits, and the processes it waits for may
+    /// need that very worker to run: on a one-worker scheduler it never
+    /// returns. An async task awaits [`joined`](JoinSet::joined) instead.
     pub fn join_next(&mut self) -> Option<(Pid, Outcome<P>)> {
         if self.pending == 0 {
             return None;
@@ -398,6 +431,18 @@ impl<P: Process> JoinSet<P> {
     /// As [`join_next`](JoinSet::join_next), waiting at most `timeout`:
     /// `None` if the set is empty or no process ended in time (tell them
     /// apart with [`is_empty`](JoinSet::is_empty)).
+    ///
+    /// # Blocking
+    ///
+    /// Blocks the calling thread for at most `timeout`: `Duration::ZERO` looks
+    /// once without waiting, and a timeout too large for the clock
+    /// (`Duration::MAX`) waits as [`join_next`](JoinSet::join_next) does. Call
+    /// it from a thread that is not one of the scheduler's workers. From a
+    /// process's step, or from a handler registered with
+    /// [`handler`](crate::sched::Builder::handler) (which runs on the worker), it
+    /// holds that worker while it waits, and the processes it waits for may
+    /// need that very worker to run: on a one-worker scheduler it always waits
+    /// out its timeout.
     pub fn join_next_timeout(&mut self, timeout: Duration) -> Option<(Pid, Outcome<P>)> {
         if self.pending == 0 {
             return None;

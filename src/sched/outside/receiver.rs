@@ -83,6 +83,17 @@ impl<P: Process> Receiver<P> {
 
     /// The next message, waiting for one; [`RecvError`] once the receiver
     /// has been closed by shutdown and everything forwarded was received.
+    ///
+    /// # Blocking
+    ///
+    /// Blocks the calling thread until a message arrives or the receiver is
+    /// closed. Call it from a thread that is not one of the scheduler's
+    /// workers. From a process's step, or from a handler registered with
+    /// [`handler`](crate::sched::Builder::handler) (which runs on the worker), it
+    /// holds that worker while it waits, and the processes that would send to
+    /// it may need that very worker to run: on a one-worker scheduler it never
+    /// returns. An async task awaits [`recv_async`](Receiver::recv_async)
+    /// instead.
     pub fn recv(&self) -> Result<P::Message, RecvError> {
         let mut state = self.inbox.lock();
         loop {
@@ -122,6 +133,18 @@ impl<P: Process> Receiver<P> {
     /// [`RecvTimeoutError::Timeout`] if nothing came in time;
     /// [`RecvTimeoutError::Disconnected`] once closed by shutdown and
     /// drained.
+    ///
+    /// # Blocking
+    ///
+    /// Blocks the calling thread for at most `timeout`: `Duration::ZERO` looks
+    /// once without waiting, and a timeout too large for the clock
+    /// (`Duration::MAX`) waits as [`recv`](Receiver::recv) does. Call it from a
+    /// thread that is not one of the scheduler's workers. From a process's
+    /// step, or from a handler registered with
+    /// [`handler`](crate::sched::Builder::handler) (which runs on the worker), it
+    /// holds that worker while it waits, and the processes that would send to
+    /// it may need that very worker to run: on a one-worker scheduler it always
+    /// waits out its timeout.
     pub fn recv_timeout(&self, timeout: Duration) -> Result<P::Message, RecvTimeoutError> {
         let deadline = crate::sched::core::clock::deadline(timeout);
         let mut state = self.inbox.lock();
@@ -223,7 +246,11 @@ impl<P: Process> fmt::Debug for Recv<'_, P> {
 }
 
 /// Why [`Scheduler::call`] has no reply.
+///
+/// Non-exhaustive: new reasons may be added in a minor release, so a `match`
+/// outside this crate ends with a `_` arm.
 #[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum CallError<M> {
     /// No receiver could be made for the reply (the scheduler is shutting
     /// down or at its process limit).
@@ -272,6 +299,22 @@ impl<P: Process> Scheduler<P> {
     ///
     /// As [`send`](Scheduler::send), the message handed back;
     /// [`SendError::Full`] if there was no room within `timeout`.
+    ///
+    /// # Blocking
+    ///
+    /// Blocks the calling thread for at most `timeout` while the mailbox is
+    /// full (not at all if there is room): `Duration::ZERO` tries once, as
+    /// [`send`](Scheduler::send), and a timeout too large for the clock
+    /// (`Duration::MAX`) waits until there is room or the process ends. Call it
+    /// from a thread that is not one of the scheduler's workers. From a
+    /// process's step, or from a handler registered with
+    /// [`handler`](crate::sched::Builder::handler) (which runs on the worker), it
+    /// holds that worker while it waits, and the step that drains the full
+    /// mailbox may need that very worker to run: on a one-worker scheduler it
+    /// always waits out its timeout. A step sends with
+    /// [`StepOutput::send`](crate::process::StepOutput::send), which never
+    /// blocks: a message refused by a full mailbox comes back to it as
+    /// [`Event::Refused`](crate::process::Event::Refused).
     pub fn send_timeout(
         &self,
         to: Pid,
@@ -380,6 +423,21 @@ impl<P: Process> Scheduler<P> {
     ///
     /// See [`CallError`]: the request handed back if it was refused, or
     /// no reply in time.
+    ///
+    /// # Blocking
+    ///
+    /// Blocks the calling thread until the reply comes or `timeout` has passed
+    /// (`Duration::ZERO` takes only a reply that has already come, and so
+    /// almost always times out; a timeout too large for the clock,
+    /// `Duration::MAX`, waits until the reply or shutdown). Call it from a
+    /// thread that is not one of the scheduler's workers. From a process's
+    /// step, or from a handler registered with
+    /// [`handler`](crate::sched::Builder::handler) (which runs on the worker), it
+    /// holds that worker while it waits, and the process that replies may need
+    /// that very worker to run: on a one-worker scheduler it always waits out
+    /// its timeout. A process asks another with
+    /// [`StepOutput::send`](crate::process::StepOutput::send) and takes the
+    /// reply as a message.
     pub fn call(
         &self,
         to: Pid,

@@ -9,7 +9,12 @@ use crate::sync::Ordering;
 use std::time::{Duration, Instant};
 
 /// What [`Scheduler::shutdown`] found.
+///
+/// Non-exhaustive: counts may be added in a minor release, so it is read
+/// field by field (or compared with a value from `Default`), not built or
+/// destructured whole outside this crate.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ShutdownReport {
     /// Live processes that were sent a cancel event (none when the
     /// timeout is zero: see [`Scheduler::shutdown`]).
@@ -74,6 +79,24 @@ impl<P: Process> Scheduler<P> {
     /// since the call, then abandoned (their threads detached). Both are
     /// counted in the report. A blocking handler that never returns does
     /// not hold `shutdown` (nor `Drop`) past the timeout.
+    ///
+    /// # Blocking
+    ///
+    /// Blocks the calling thread until every process has ended or been closed
+    /// and the workers have been joined. With processes that do not end, that
+    /// is `timeout`, then a grace of as long again (at least 100 ms, and longer
+    /// while forced closes still make progress) for running steps to return; a
+    /// blocking handler still running is waited for until `timeout` has passed
+    /// since the call. A timeout too large for the clock (`Duration::MAX`)
+    /// waits for as long as processes run.
+    ///
+    /// Call it from the thread that owns the scheduler, never from one of its
+    /// workers (a step, or a handler registered with
+    /// [`handler`](crate::sched::Builder::handler)): the step that called it cannot end while
+    /// it waits, so it waits out the timeout and the grace, counts the calling
+    /// process in [`ShutdownReport::stuck`], and returns without joining the
+    /// workers (they are detached) or reporting the events left in mailboxes to
+    /// `on_undelivered`.
     pub fn shutdown(&self, timeout: Duration) -> ShutdownReport {
         let mut stored = self.report.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(report) = *stored {
@@ -224,6 +247,14 @@ impl<P: Process> Drop for Scheduler<P> {
     /// Shuts down with no grace period (`shutdown(Duration::ZERO)`): every
     /// live process is closed by force, without a cancel event. Call
     /// [`Scheduler::shutdown`] first to give them time.
+    ///
+    /// It blocks as that call does: until the steps running return (a
+    /// grace of 100 ms, longer while forced closes still make progress, for
+    /// those that do not) and the workers are joined. Do not drop the last
+    /// owner of a scheduler on one of its workers (a step or a handler that
+    /// holds it in an `Arc`): as with [`Scheduler::shutdown`], the calling
+    /// process is then counted as stuck and the workers are detached, not
+    /// joined.
     fn drop(&mut self) {
         self.shutdown(Duration::ZERO);
     }

@@ -36,7 +36,10 @@ impl<P: Process> Scheduler<P> {
     /// ([`Builder::on_undelivered`](crate::sched::Builder::on_undelivered)),
     /// as does one still waiting when the scheduler shuts down. (If it fires
     /// just as the process ends, it may reach `on_undelivered` only when
-    /// the slot is reused or at shutdown: see that hook.)
+    /// the slot is reused or at shutdown: see that hook.) `Duration::ZERO`
+    /// delivers at the wheel's next tick; a delay too far for the clock
+    /// (`Duration::MAX`) saturates and never fires, and the message waits
+    /// for the shutdown that hands it to `on_undelivered`.
     ///
     /// # Errors
     ///
