@@ -1,0 +1,165 @@
+//! Where a worker finds its next process: its own sources in order (the
+//! fairness ticks, `runnext`, the deque, the inject and global queues, the
+//! processes that continued), then stealing from the others (README,
+//! "Where a worker looks").
+
+use super::*;
+
+impl<P: Process> Local<P> {
+    /// Sources 1 to 5 of the module docs.
+    pub(super) fn find_local(&mut self) -> Option<Task<P>> {
+        self.tick = self.tick.wrapping_add(1);
+        let interval = self.shared.config.global_queue_interval;
+        let turn = self.tick % interval;
+        if turn == 0 {
+            let every = self
+                .shared
+                .config
+                .global_queue_interval
+                .saturating_mul(CLOCK_ROUNDS);
+            if self.tick % every == 0 {
+                // One OS clock read per 488 ticks keeps the slots' stamps
+                // roughly current (see `clock.rs`).
+                self.shared.core.clock.refresh();
+            }
+            // Both queues fed from outside get their turn, or a busy local
+            // deque would starve remote wakeups as well as submissions.
+            let outside = self.take_inject().or_else(|| self.take_global());
+            if let Some(task) = outside.or_else(|| self.yielded.pop_front()) {
+                return Some(task);
+            }
+        } else if turn == interval / 2 {
+            // The own deque's turn (module docs): its oldest process, so
+            // one at the top cannot wait forever under a pushing owner. A
+            // tick of its own, not a fallback of the check above: with an
+            // interval of 2, every tick would then take the oldest, and a
+            // process in `runnext` would wait for the deque to empty.
+            if let Some(task) = self.take_oldest() {
+                return Some(task);
+            }
+        }
+        if let Some(task) = self.runnext.take() {
+            self.runnext_streak += 1;
+            if self.runnext_streak <= RUNNEXT_STREAK {
+                return Some(task);
+            }
+            self.yielded.push_back(task);
+        }
+        self.runnext_streak = 0;
+        if let Some(task) = self.deque.pop() {
+            return Some(task);
+        }
+        if let Some(task) = self.take_inject() {
+            return Some(task);
+        }
+        if let Some(task) = self.take_global() {
+            return Some(task);
+        }
+        let first = self.yielded.pop_front()?;
+        let moved = self.yielded.len();
+        for task in self.yielded.drain(..) {
+            self.deque.push(task);
+        }
+        self.queued_locally(moved);
+        Some(first)
+    }
+
+    /// The oldest process of this worker's own deque, taken from the top
+    /// with the thieves' `steal` (one claim, the path the loom models prove
+    /// against `pop`): we are the owner, so no pop of ours runs meanwhile,
+    /// and to the deque this is a thief whose claim lands between two of
+    /// the owner's operations. `Retry` means another worker's claim moved
+    /// `top` first, which took the oldest away from here just as well: we
+    /// go on to the usual sources.
+    pub(super) fn take_oldest(&mut self) -> Option<Task<P>> {
+        self.shared.core.remotes[self.index]
+            .stealer
+            .steal()
+            .success()
+    }
+
+    pub(super) fn take_inject(&mut self) -> Option<Task<P>> {
+        let own = &self.shared.core.remotes[self.index].inject;
+        match own.take_batch_into(&self.deque) {
+            Take::Taken { first, moved } => {
+                self.counters().inject_takes.add(1);
+                self.record(Kind::InjectTake, 0, 1 + moved as u32);
+                self.queued_locally(moved);
+                Some(first)
+            }
+            _ => None,
+        }
+    }
+
+    pub(super) fn take_global(&mut self) -> Option<Task<P>> {
+        match self.shared.core.global.take_batch_into(&self.deque) {
+            Take::Taken { first, moved } => {
+                self.counters().global_takes.add(1);
+                self.record(Kind::GlobalTake, 0, 1 + moved as u32);
+                self.queued_locally(moved);
+                Some(first)
+            }
+            _ => None,
+        }
+    }
+
+    /// After pushing `moved` processes onto the local deque: they are
+    /// stealable now, so wake a parked worker if no one is spinning.
+    pub(super) fn queued_locally(&self, moved: usize) {
+        if moved > 0 {
+            self.shared.core.idle.notify_one();
+        }
+    }
+
+    /// Source 6: other workers' deques and inject queues.
+    pub(super) fn steal(&mut self) -> Option<Task<P>> {
+        let remotes = &self.shared.core.remotes;
+        let n = remotes.len();
+        if n == 1 {
+            return None;
+        }
+        self.counters().steal_attempts.add(1);
+        // xorshift32: a cheap random start spreads thieves over victims.
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 17;
+        self.rng ^= self.rng << 5;
+        let start = self.rng as usize % n;
+        for attempt in 0..2 {
+            let mut retry = false;
+            for victim in (start..start + n)
+                .map(|i| i % n)
+                .filter(|&i| i != self.index)
+            {
+                let before = self.deque.len();
+                let stealer = &remotes[victim].stealer;
+                match stealer.steal_half_into_with(&self.deque, warm::warm_stolen) {
+                    Steal::Success(task) => {
+                        let stolen = 1 + (self.deque.len() - before) as u64;
+                        let counters = self.counters();
+                        counters.steals.add(1);
+                        counters.stolen.add(stolen);
+                        self.record(Kind::Steal, victim as u64, stolen as u32);
+                        return Some(task);
+                    }
+                    Steal::Retry => retry = true,
+                    Steal::Empty => {}
+                }
+                match remotes[victim].inject.take_batch_into(&self.deque) {
+                    Take::Taken { first, moved } => {
+                        let counters = self.counters();
+                        counters.steals.add(1);
+                        counters.stolen.add(1 + moved as u64);
+                        self.record(Kind::Steal, victim as u64, 1 + moved as u32);
+                        return Some(first);
+                    }
+                    Take::Busy | Take::Inconsistent => retry = true,
+                    Take::Empty => {}
+                }
+            }
+            if !retry || attempt == 1 {
+                break;
+            }
+        }
+        None
+    }
+}
