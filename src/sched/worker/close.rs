@@ -22,7 +22,7 @@ impl<P: Process> Local<P> {
     pub(super) fn close(&mut self, slot: &Slot<P>, mut outcome: Outcome<P>, after_step: bool) {
         // `close` runs user code: a tick read before it is too old for the
         // next poll's purpose (`Local::timer_tick`).
-        self.timer_tick = None;
+        self.timers.timer_tick = None;
         let pid = slot.pid();
         slot.state.complete();
         #[cfg(test)]
@@ -93,7 +93,7 @@ impl<P: Process> Local<P> {
         let mut places = 0;
         // SAFETY: we still hold the process (Complete, not yet freed): the
         // only consumer of its queue.
-        while let Some(envelope) = unsafe { slot.events.pop_with(&mut self.nodes) } {
+        while let Some(envelope) = unsafe { slot.events.pop_with(&mut self.scratch.nodes) } {
             drained += 1;
             places += u32::from(envelope.counted);
             let to = Pid::new(pid.index(), envelope.generation);
@@ -111,7 +111,7 @@ impl<P: Process> Local<P> {
                 // exit only unlinks: it came too late to end this process,
                 // which is told as it ended (`Links::receive_ending`).
                 Item::Signal(signal) if to == pid => {
-                    let extra = extra.get_or_insert_with(|| self.spare_extras.take());
+                    let extra = extra.get_or_insert_with(|| self.scratch.spare_extras.take());
                     (extra.links)
                         .get_or_insert_with(Default::default)
                         .receive_ending(signal);
@@ -121,12 +121,12 @@ impl<P: Process> Local<P> {
         }
         if places != 0 {
             slot.bound.release(places);
-            self.released = true;
+            self.scratch.released = true;
         }
         if self.shared.config.count_queued {
             slot.count_drained(drained);
         }
-        let on_cancel = core::mem::take(&mut self.ended_on_cancel);
+        let on_cancel = core::mem::take(&mut self.scratch.ended_on_cancel);
         if matches!(outcome, Err(ProcessError::Shutdown)) && !on_cancel {
             // Relaxed: read by `shutdown` after `live()` reached zero; the
             // Release store of this close's count in `table.remove` below
@@ -142,8 +142,8 @@ impl<P: Process> Local<P> {
         self.shared
             .core
             .table
-            .remove(slot, self.index, &mut self.free.borrow_mut());
-        if let Some(ring) = &mut self.trace {
+            .remove(slot, self.index, &mut self.scratch.free.borrow_mut());
+        if let Some(ring) = &mut self.observe.trace {
             if after_step {
                 ring.record_effect(Kind::Complete, pid.into_raw());
             } else {
@@ -160,7 +160,7 @@ impl<P: Process> Local<P> {
         }
         if let Some(mut extra) = extra {
             extra.links = None; // a spare part holds nothing
-            self.spare_extras.give(extra);
+            self.scratch.spare_extras.give(extra);
         }
     }
 }

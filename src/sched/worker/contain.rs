@@ -143,22 +143,23 @@ impl<P: Process> Local<P> {
                     body.process = None;
                     body.joiner.take()
                 };
-                self.shared
-                    .core
-                    .table
-                    .remove(slot, self.index, &mut self.free.borrow_mut());
+                self.shared.core.table.remove(
+                    slot,
+                    self.index,
+                    &mut self.scratch.free.borrow_mut(),
+                );
                 if let Some(joiner) = joiner {
                     joiner.set(pid, Err(why()));
                 }
             }
             _ => self.salvage_step(pid),
         }
-        if self.released {
-            self.released = false;
+        if self.scratch.released {
+            self.scratch.released = false;
             self.shared.room.made();
         }
-        if self.monitored {
-            self.clock.end(watch);
+        if self.observe.monitored {
+            self.observe.clock.end(watch);
         }
     }
 
@@ -167,20 +168,20 @@ impl<P: Process> Local<P> {
     /// it spawned are queued (they are live and their own), the rest of its
     /// effects are dropped.
     fn salvage_step(&mut self, pid: Pid) {
-        for event in self.events.drain(..) {
+        for event in self.scratch.events.drain(..) {
             if !matches!(event, Event::Cancel(_) | Event::Down { .. }) {
                 self.shared.undelivered(pid, event);
             }
         }
-        for (to, message) in self.effects.sends.drain(..) {
+        for (to, message) in self.scratch.effects.sends.drain(..) {
             self.shared.undelivered(to, Event::Message(message));
         }
-        if !self.effects.spawned.is_empty() {
+        if !self.scratch.effects.spawned.is_empty() {
             self.apply_spawns();
         }
-        self.effects.commands.clear();
-        self.effects.timers.clear();
-        self.effects.links.clear();
+        self.scratch.effects.commands.clear();
+        self.scratch.effects.timers.clear();
+        self.scratch.effects.links.clear();
     }
 }
 

@@ -21,7 +21,7 @@ impl<P: Process> Local<P> {
     /// of the step to that process was, so resending what comes back, in
     /// order, keeps the sender's order. Returns whether any was refused.
     pub(super) fn apply_sends(&mut self, carry: &mut Vec<Event<P>>) -> bool {
-        match self.effects.sends.len() {
+        match self.scratch.effects.sends.len() {
             0 => false, // most steps: no closures to build
             n if n > WARM_FROM => self.apply_many_sends(carry),
             _ => self.deliver_sends::<false>(carry),
@@ -50,17 +50,17 @@ impl<P: Process> Local<P> {
         // the message if a full mailbox refused it. (A closure: it borrows
         // the fields it needs, beside the drain of `effects.sends`.)
         let mut send = |to: Pid, message: P::Message| -> Result<bool, P::Message> {
-            let nodes = Some(&mut self.nodes);
+            let nodes = Some(&mut self.scratch.nodes);
             match self
                 .shared
                 .deliver(to, Event::Message(message), Wake::Message, nodes)
             {
                 Ok(Some(task)) => {
-                    if let Some(ring) = &mut self.trace {
+                    if let Some(ring) = &mut self.observe.trace {
                         ring.record_effect(Kind::WakeMessage, to.into_raw());
                     }
-                    if let Some(old) = self.runnext.replace(task) {
-                        self.deque.push(old);
+                    if let Some(old) = self.queues.runnext.replace(task) {
+                        self.queues.deque.push(old);
                         return Ok(true);
                     }
                 }
@@ -80,7 +80,7 @@ impl<P: Process> Local<P> {
                 wake_early(&self.shared.core.idle);
             }
         };
-        let mut sends = self.effects.sends.drain(..);
+        let mut sends = self.scratch.effects.sends.drain(..);
         // Until a refusal, each message is delivered: no list to consult.
         let mut first_refused = None;
         while let Some((to, message)) = sends.next() {
@@ -131,10 +131,10 @@ impl<P: Process> Local<P> {
     /// message is returned).
     pub(super) fn dispatch(&mut self, pid: Pid, body: &mut Body<P>) -> Result<(), String> {
         use crate::process::Command as _;
-        if self.effects.commands.is_empty() {
+        if self.scratch.effects.commands.is_empty() {
             return Ok(()); // most steps
         }
-        let mut commands = core::mem::take(&mut self.effects.commands);
+        let mut commands = core::mem::take(&mut self.scratch.effects.commands);
         let mut result = Ok(());
         for (tag, command) in commands.drain(..) {
             if result.is_err() {
@@ -149,7 +149,7 @@ impl<P: Process> Local<P> {
                         result: Err(CommandError::UnknownCommand(kind)),
                     };
                     // The process is Running: this only sets its wakeup bit.
-                    let nodes = Some(&mut self.nodes);
+                    let nodes = Some(&mut self.scratch.nodes);
                     let _ = self.shared.deliver(pid, error, Wake::Completion, nodes);
                 }
                 Some(handler) => {
@@ -162,7 +162,7 @@ impl<P: Process> Local<P> {
                 }
             }
         }
-        self.effects.commands = commands; // keep the buffer
+        self.scratch.effects.commands = commands; // keep the buffer
         result
     }
 }

@@ -8,16 +8,16 @@ use super::*;
 impl<P: Process> Local<P> {
     /// Sources 1 to 5 of the module docs.
     pub(super) fn find_local(&mut self) -> Option<Task<P>> {
-        self.tick = self.tick.wrapping_add(1);
+        self.queues.tick = self.queues.tick.wrapping_add(1);
         let interval = self.shared.config.global_queue_interval;
-        let turn = self.tick % interval;
+        let turn = self.queues.tick % interval;
         if turn == 0 {
             let every = self
                 .shared
                 .config
                 .global_queue_interval
                 .saturating_mul(CLOCK_ROUNDS);
-            if self.tick % every == 0 {
+            if self.queues.tick % every == 0 {
                 // One OS clock read per 488 ticks keeps the slots' stamps
                 // roughly current (see `clock.rs`).
                 self.shared.core.clock.refresh();
@@ -25,7 +25,7 @@ impl<P: Process> Local<P> {
             // Both queues fed from outside get their turn, or a busy local
             // deque would starve remote wakeups as well as submissions.
             let outside = self.take_inject().or_else(|| self.take_global());
-            if let Some(task) = outside.or_else(|| self.yielded.pop_front()) {
+            if let Some(task) = outside.or_else(|| self.queues.yielded.pop_front()) {
                 return Some(task);
             }
         } else if turn == interval / 2 {
@@ -38,15 +38,15 @@ impl<P: Process> Local<P> {
                 return Some(task);
             }
         }
-        if let Some(task) = self.runnext.take() {
-            self.runnext_streak += 1;
-            if self.runnext_streak <= RUNNEXT_STREAK {
+        if let Some(task) = self.queues.runnext.take() {
+            self.queues.runnext_streak += 1;
+            if self.queues.runnext_streak <= RUNNEXT_STREAK {
                 return Some(task);
             }
-            self.yielded.push_back(task);
+            self.queues.yielded.push_back(task);
         }
-        self.runnext_streak = 0;
-        if let Some(task) = self.deque.pop() {
+        self.queues.runnext_streak = 0;
+        if let Some(task) = self.queues.deque.pop() {
             return Some(task);
         }
         if let Some(task) = self.take_inject() {
@@ -55,10 +55,10 @@ impl<P: Process> Local<P> {
         if let Some(task) = self.take_global() {
             return Some(task);
         }
-        let first = self.yielded.pop_front()?;
-        let moved = self.yielded.len();
-        for task in self.yielded.drain(..) {
-            self.deque.push(task);
+        let first = self.queues.yielded.pop_front()?;
+        let moved = self.queues.yielded.len();
+        for task in self.queues.yielded.drain(..) {
+            self.queues.deque.push(task);
         }
         self.queued_locally(moved);
         Some(first)
@@ -80,7 +80,7 @@ impl<P: Process> Local<P> {
 
     pub(super) fn take_inject(&mut self) -> Option<Task<P>> {
         let own = &self.shared.core.remotes[self.index].inject;
-        match own.take_batch_into(&self.deque) {
+        match own.take_batch_into(&self.queues.deque) {
             Take::Taken { first, moved } => {
                 self.counters().inject_takes.add(1);
                 self.record(Kind::InjectTake, 0, 1 + moved as u32);
@@ -92,7 +92,7 @@ impl<P: Process> Local<P> {
     }
 
     pub(super) fn take_global(&mut self) -> Option<Task<P>> {
-        match self.shared.core.global.take_batch_into(&self.deque) {
+        match self.shared.core.global.take_batch_into(&self.queues.deque) {
             Take::Taken { first, moved } => {
                 self.counters().global_takes.add(1);
                 self.record(Kind::GlobalTake, 0, 1 + moved as u32);
@@ -120,21 +120,21 @@ impl<P: Process> Local<P> {
         }
         self.counters().steal_attempts.add(1);
         // xorshift32: a cheap random start spreads thieves over victims.
-        self.rng ^= self.rng << 13;
-        self.rng ^= self.rng >> 17;
-        self.rng ^= self.rng << 5;
-        let start = self.rng as usize % n;
+        self.queues.rng ^= self.queues.rng << 13;
+        self.queues.rng ^= self.queues.rng >> 17;
+        self.queues.rng ^= self.queues.rng << 5;
+        let start = self.queues.rng as usize % n;
         for attempt in 0..2 {
             let mut retry = false;
             for victim in (start..start + n)
                 .map(|i| i % n)
                 .filter(|&i| i != self.index)
             {
-                let before = self.deque.len();
+                let before = self.queues.deque.len();
                 let stealer = &remotes[victim].stealer;
-                match stealer.steal_half_into_with(&self.deque, warm::warm_stolen) {
+                match stealer.steal_half_into_with(&self.queues.deque, warm::warm_stolen) {
                     Steal::Success(task) => {
-                        let stolen = 1 + (self.deque.len() - before) as u64;
+                        let stolen = 1 + (self.queues.deque.len() - before) as u64;
                         let counters = self.counters();
                         counters.steals.add(1);
                         counters.stolen.add(stolen);
@@ -144,7 +144,7 @@ impl<P: Process> Local<P> {
                     Steal::Retry => retry = true,
                     Steal::Empty => {}
                 }
-                match remotes[victim].inject.take_batch_into(&self.deque) {
+                match remotes[victim].inject.take_batch_into(&self.queues.deque) {
                     Take::Taken { first, moved } => {
                         let counters = self.counters();
                         counters.steals.add(1);

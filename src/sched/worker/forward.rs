@@ -17,16 +17,20 @@ impl<P: Process> Local<P> {
     #[inline(never)]
     pub(super) fn forward(&mut self, body: &mut Body<P>, pid: Pid) -> (bool, bool) {
         let mut end = false;
-        let messages = self.events.drain(..).filter_map(|event| match event {
-            Event::Message(message) => Some(message),
-            Event::Cancel(_) => {
-                end = true;
-                None
-            }
-            // A receiver yields no command, so no completion is pending
-            // and `collect_events` reported any as unknown.
-            _ => None,
-        });
+        let messages = self
+            .scratch
+            .events
+            .drain(..)
+            .filter_map(|event| match event {
+                Event::Message(message) => Some(message),
+                Event::Cancel(_) => {
+                    end = true;
+                    None
+                }
+                // A receiver yields no command, so no completion is pending
+                // and `collect_events` reported any as unknown.
+                _ => None,
+            });
         let inbox = body
             .outside()
             .expect("a slot without a process has an inbox");
@@ -49,7 +53,7 @@ impl<P: Process> Local<P> {
             let why = if self.shared.core.phase() >= phase::STOPPING {
                 // Ended by its cancel, as a process that ends on it: the
                 // shutdown report counts it completed, not forced.
-                self.ended_on_cancel = true;
+                self.scratch.ended_on_cancel = true;
                 ProcessError::Shutdown
             } else {
                 ProcessError::Terminated
@@ -59,7 +63,7 @@ impl<P: Process> Local<P> {
         let park = if more { Park::Continue } else { Park::Idle };
         slot.stamp(self.shared.core.clock.now());
         match slot.state.end_step(park) {
-            AfterStep::Requeue => self.yielded.push_back(task),
+            AfterStep::Requeue => self.queues.yielded.push_back(task),
             AfterStep::Parked => {}
             AfterStep::Close => self.close(slot, Err(ProcessError::Terminated), true),
         }

@@ -50,17 +50,18 @@
 
 use crate::deque::{Steal, Worker};
 use crate::mpsc::NodeCache;
-use crate::process::{Effects, Event, Pid, Process};
+use crate::process::{Effects, Pid, Process};
 use crate::sched::core::body::SpareExtras;
-use crate::sched::core::table::{Envelope, FreeCache, Task};
+use crate::sched::core::table::{FreeCache, Task};
 use crate::sched::observe::monitor::StepClock;
-use crate::sched::observe::trace::{Kind, Ring};
+use crate::sched::observe::trace::Kind;
 use crate::sched::observe::watch::StepWatch;
 use crate::sched::shared::{phase, Shared};
 use crate::sched::timer::NEVER;
 use crate::sched::Take;
 use crate::sync::{spin_loop, thread};
 use core::cell::RefCell;
+use parts::{LinkBuffers, Observing, Parking, Queues, Scratch, TimerBuffers};
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -71,6 +72,7 @@ mod effects;
 mod find;
 mod forward;
 mod park;
+mod parts;
 mod signals;
 mod step;
 mod timers;
@@ -133,61 +135,23 @@ struct Begun<'w> {
     preempt: &'w crate::sync::AtomicU64,
 }
 
-/// One worker thread's state.
+/// One worker thread's state: who it is, the shared state, and its own
+/// part of each room (`parts.rs`).
 pub(crate) struct Local<P: Process> {
     index: usize,
     shared: Arc<Shared<P>>,
-    deque: Worker<Task<P>>,
-    runnext: Option<Task<P>>,
-    runnext_streak: u32,
-    /// Processes that returned *continue* (or were woken while running),
-    /// oldest first.
-    yielded: VecDeque<Task<P>>,
-    tick: u32,
-    rng: u32,
-    spinning: bool,
-    /// Parks in a row withdrawn from because work was visible; reset when
-    /// work is found (see `park`).
-    cancelled: u32,
-    events: Vec<Event<P>>,
-    effects: Effects<P>,
-    /// A step's monitor and link requests, those of them owed an answer,
-    /// and the targets pushed to, while `apply_links` sends them (buffers
-    /// kept between steps).
-    requests: Vec<(Pid, crate::sched::links::Signal)>,
-    owed: Vec<(Pid, crate::sched::links::Signal)>,
-    pushed: Vec<Pid>,
-    /// Slots this worker freed, for its own spawns.
-    free: RefCell<FreeCache>,
-    /// Mailbox nodes this worker's pops released, for its sends.
-    nodes: NodeCache<Envelope<P>>,
-    /// Extra parts of bodies this worker's closes gave back (`body.rs`).
-    spare_extras: SpareExtras<P>,
-    /// Numbers this worker's steps for the long-step monitor.
-    clock: StepClock,
-    /// This worker's trace ring, if tracing is on (see `trace.rs`).
-    trace: Option<Box<Ring>>,
-    /// Whether a long-step monitor runs (a copy of the configuration's
-    /// flag, on a line the worker already has).
-    monitored: bool,
-    /// Buffers for timers taken out of a wheel, and their messages, until
-    /// they are delivered (`worker/timers.rs`).
-    fired: Vec<crate::sched::timer::wheel::Fired>,
-    fired_messages: Vec<P::Message>,
-    /// Whether the process being run released places of its bounded
-    /// mailbox: then `run_task` checks for waiting senders after the
-    /// holding's last RMW of the state word (`bound.rs`, `Room`).
-    released: bool,
-    /// The process `close` is about to close ended on its own shutdown
-    /// cancel (an outside receiver's step): not a forced close.
-    ended_on_cancel: bool,
-    /// The timer tick a step's `apply_timers` read, and the loop turn
-    /// (`tick`) it ran in: the next turn's poll of this worker's wheel uses
-    /// it instead of reading the clock again; no later one does (unless
-    /// `tick` wraps to the same turn first: still only late). Dropped by
-    /// `close` (which runs user code after it). Older than the poll, so it
-    /// can only make a timer fire later, never early (`poll_own_timers`).
-    timer_tick: Option<(u32, u64)>,
+    /// Its run queues and where its search stands (`find.rs`).
+    queues: Queues<P>,
+    /// Spinning and parking (`park.rs`).
+    parking: Parking,
+    /// A step's buffers and caches, kept between steps (`step.rs`).
+    scratch: Scratch<P>,
+    /// Monitor and link requests on their way (`signals.rs`).
+    links: LinkBuffers,
+    /// Timers taken out of a wheel (`timers.rs`).
+    timers: TimerBuffers<P::Message>,
+    /// The long-step monitor's numbering and the trace ring.
+    observe: Observing,
 }
 
 impl<P: Process> Local<P> {
@@ -199,30 +163,42 @@ impl<P: Process> Local<P> {
         Local {
             index,
             shared,
-            deque,
-            runnext: None,
-            runnext_streak: 0,
-            yielded: VecDeque::new(),
-            tick: 0,
-            rng: (index as u32).wrapping_mul(0x9E37_79B9) | 1,
-            spinning: false,
-            cancelled: 0,
-            events: Vec::new(),
-            effects: Effects::new(),
-            requests: Vec::new(),
-            owed: Vec::new(),
-            pushed: Vec::new(),
-            free: RefCell::new(FreeCache::default()),
-            nodes,
-            spare_extras: SpareExtras::new(),
-            clock: StepClock::new(),
-            trace,
-            monitored,
-            fired: Vec::new(),
-            fired_messages: Vec::new(),
-            released: false,
-            ended_on_cancel: false,
-            timer_tick: None,
+            queues: Queues {
+                deque,
+                runnext: None,
+                runnext_streak: 0,
+                yielded: VecDeque::new(),
+                tick: 0,
+                rng: (index as u32).wrapping_mul(0x9E37_79B9) | 1,
+            },
+            parking: Parking {
+                spinning: false,
+                cancelled: 0,
+            },
+            scratch: Scratch {
+                events: Vec::new(),
+                effects: Effects::new(),
+                free: RefCell::new(FreeCache::default()),
+                nodes,
+                spare_extras: SpareExtras::new(),
+                released: false,
+                ended_on_cancel: false,
+            },
+            links: LinkBuffers {
+                requests: Vec::new(),
+                owed: Vec::new(),
+                pushed: Vec::new(),
+            },
+            timers: TimerBuffers {
+                fired: Vec::new(),
+                fired_messages: Vec::new(),
+                timer_tick: None,
+            },
+            observe: Observing {
+                clock: StepClock::new(),
+                trace,
+                monitored,
+            },
         }
     }
 
@@ -239,10 +215,10 @@ impl<P: Process> Local<P> {
         while let Err(panic) = self.contained(|local| local.work(&shared, watch)) {
             self.internal_panic(watch, panic);
         }
-        if self.spinning {
+        if self.parking.spinning {
             let _ = shared.core.idle.stop_spinning();
         }
-        if self.trace.is_some() {
+        if self.observe.trace.is_some() {
             self.hand_back_trace();
         }
         shared.hooks.thread_stop(self.index);
@@ -269,13 +245,13 @@ impl<P: Process> Local<P> {
             if shared.core.phase() == phase::EXITING {
                 return;
             }
-            if !self.spinning {
+            if !self.parking.spinning {
                 if !shared.core.idle.try_start_spinning() {
                     // Enough workers are searching already.
                     self.park();
                     continue;
                 }
-                self.spinning = true;
+                self.parking.spinning = true;
             }
             // A spinner fires due timers of every wheel: a worker in a long
             // step holds no one's timers hostage (`timer/mod.rs`).
@@ -307,7 +283,7 @@ impl<P: Process> Local<P> {
     #[cold]
     #[inline(never)]
     fn hand_back_trace(&mut self) {
-        if let Some(mut ring) = self.trace.take() {
+        if let Some(mut ring) = self.observe.trace.take() {
             ring.record(Kind::Exit, 0, 0);
             if let Some(tracing) = &self.shared.trace {
                 tracing.hand_back(self.index, *ring);
@@ -318,7 +294,7 @@ impl<P: Process> Local<P> {
     /// Records a trace event if tracing is on: one predictable branch if not.
     #[inline]
     fn record(&mut self, kind: Kind, a: u64, b: u32) {
-        if let Some(ring) = &mut self.trace {
+        if let Some(ring) = &mut self.observe.trace {
             ring.record(kind, a, b);
         }
     }
@@ -328,9 +304,9 @@ impl<P: Process> Local<P> {
     }
 
     fn found_work(&mut self) {
-        self.cancelled = 0;
-        if self.spinning {
-            self.spinning = false;
+        self.parking.cancelled = 0;
+        if self.parking.spinning {
+            self.parking.spinning = false;
             if self.shared.core.idle.stop_spinning() {
                 // We were the last spinner: more work may wait behind what
                 // we found, so make sure someone keeps looking.

@@ -27,8 +27,11 @@ impl<P: Process> Local<P> {
     pub(super) fn park(&mut self) {
         let shared = Arc::clone(&self.shared);
         shared.hooks.park(self.index);
-        shared.core.idle.prepare_park(self.index, self.spinning);
-        self.spinning = false;
+        shared
+            .core
+            .idle
+            .prepare_park(self.index, self.parking.spinning);
+        self.parking.spinning = false;
         let mut timeout = None;
         if shared.core.phase() == phase::EXITING {
             shared.core.idle.cancel_park(self.index);
@@ -41,21 +44,21 @@ impl<P: Process> Local<P> {
             shared.stopping.tell();
         }
         if shared.core.has_visible_work() {
-            let back_off = self.cancelled >= YIELDING_CANCELS;
+            let back_off = self.parking.cancelled >= YIELDING_CANCELS;
             if !back_off || self.take_while_registered() {
                 shared.core.idle.cancel_park(self.index);
                 self.counters().parks_cancelled.add(1);
-                self.cancelled = self.cancelled.saturating_add(1);
+                self.parking.cancelled = self.parking.cancelled.saturating_add(1);
                 thread::yield_now();
                 shared.hooks.unpark(self.index);
                 return;
             }
-            let doublings = (self.cancelled - YIELDING_CANCELS).min(BACK_OFF_DOUBLINGS);
-            self.cancelled = self.cancelled.saturating_add(1);
+            let doublings = (self.parking.cancelled - YIELDING_CANCELS).min(BACK_OFF_DOUBLINGS);
+            self.parking.cancelled = self.parking.cancelled.saturating_add(1);
             timeout = Some(BACK_OFF_MIN * (1 << doublings));
         } else {
             // Every queue looked empty: a fresh streak after this park.
-            self.cancelled = 0;
+            self.parking.cancelled = 0;
         }
         // Timers: read after the fence in `prepare_park`, so a timer whose
         // inserter's `notify_one` fence came first is seen here; one whose
@@ -97,7 +100,7 @@ impl<P: Process> Local<P> {
         let taken = self.take_inject().or_else(|| self.take_global());
         match taken.or_else(|| self.steal()) {
             Some(task) => {
-                self.deque.push(task);
+                self.queues.deque.push(task);
                 true
             }
             None => false,

@@ -31,7 +31,7 @@ pub(super) enum Before {
 
 impl<P: Process> Local<P> {
     /// Applies the monitor and link requests of `pid`'s step (in
-    /// `self.effects.links`), before its children are queued: a monitor or
+    /// `self.scratch.effects.links`), before its children are queued: a monitor or
     /// link of a child spawned in the same step is then in the child's
     /// mailbox before the child can run, and cannot race its end.
     ///
@@ -56,11 +56,11 @@ impl<P: Process> Local<P> {
     pub(super) fn apply_links(&mut self, slot: &Slot<P>, pid: Pid, body: &mut Body<P>) {
         // The extra part's fields apart, beside the carry: a demonitor may
         // take a `Down` out of either.
-        let extra = (body.extra).get_or_insert_with(|| self.spare_extras.take());
+        let extra = (body.extra).get_or_insert_with(|| self.scratch.spare_extras.take());
         let Extra { links, down, .. } = &mut **extra;
         let links = links.get_or_insert_with(Links::default);
-        let mut ops = core::mem::take(&mut self.effects.links);
-        let mut out = core::mem::take(&mut self.requests);
+        let mut ops = core::mem::take(&mut self.scratch.effects.links);
+        let mut out = core::mem::take(&mut self.links.requests);
         let mut held: Option<Pid> = None; // a `Monitor(pid)` not yet sent
         for op in ops.drain(..) {
             let send = match op {
@@ -101,10 +101,10 @@ impl<P: Process> Local<P> {
         if let Some(target) = held {
             out.push((target, Signal::Monitor(pid)));
         }
-        self.effects.links = ops; // keep the buffer
+        self.scratch.effects.links = ops; // keep the buffer
         publish_counts(slot, links);
         self.send_requests(&mut out);
-        self.requests = out; // keep the buffer
+        self.links.requests = out; // keep the buffer
     }
 
     /// Sends a step's requests (`apply_links`). One alone is sent as any
@@ -129,10 +129,10 @@ impl<P: Process> Local<P> {
             }
             _ => {}
         }
-        let mut owed = core::mem::take(&mut self.owed);
-        let mut pushed = core::mem::take(&mut self.pushed);
+        let mut owed = core::mem::take(&mut self.links.owed);
+        let mut pushed = core::mem::take(&mut self.links.pushed);
         for (to, signal) in out.drain(..) {
-            match self.shared.push_signal(to, signal, &mut self.nodes) {
+            match self.shared.push_signal(to, signal, &mut self.scratch.nodes) {
                 Ok(request) => {
                     owed.extend(request.map(|r| (to, r)));
                     // The last few targets are looked at, so a step's
@@ -160,8 +160,8 @@ impl<P: Process> Local<P> {
             }
         }
         owed.clear();
-        self.owed = owed;
-        self.pushed = pushed;
+        self.links.owed = owed;
+        self.links.pushed = pushed;
     }
 
     /// Sends `signal` to `to`; a request that found no process (refused,
@@ -192,11 +192,11 @@ impl<P: Process> Local<P> {
     pub(super) fn send_signal(&mut self, to: Pid, signal: Signal, kind: Wake) {
         let handed = self.hand_to_waiting(to, kind, signal, |local, body, signal| {
             match body
-                .links_mut(&mut local.spare_extras)
+                .links_mut(&mut local.scratch.spare_extras)
                 .receive_handed(signal)
             {
                 Ok(Received::Down(pid, reason)) => {
-                    let extra = body.extra_from(&mut local.spare_extras);
+                    let extra = body.extra_from(&mut local.scratch.spare_extras);
                     debug_assert!(extra.down.is_none(), "one holding a Down is not waiting");
                     extra.down = Some((pid, reason));
                     // A trapped exit (requests yield no `Down`, and a
@@ -231,7 +231,7 @@ impl<P: Process> Local<P> {
     #[cold]
     #[inline(never)]
     fn exit_behind_requests(&mut self, to: Pid, exit: Signal) {
-        let _ = self.shared.push_signal(to, exit, &mut self.nodes);
+        let _ = self.shared.push_signal(to, exit, &mut self.scratch.nodes);
     }
 
     /// [`send_signal`](Self::send_signal) for a farewell's `Down`, the
@@ -287,7 +287,7 @@ impl<P: Process> Local<P> {
     /// that found no process is answered at once (a `Down` or an exit is
     /// owed no answer: `links::unanswered`).
     fn push_signal(&mut self, to: Pid, signal: Signal, kind: Wake) {
-        let nodes = Some(&mut self.nodes);
+        let nodes = Some(&mut self.scratch.nodes);
         match self.shared.deliver_signal(to, signal, kind, nodes) {
             Ok(Some(task)) => self.queue_woken(task),
             Ok(None) | Err(None) => {}
@@ -299,7 +299,7 @@ impl<P: Process> Local<P> {
     /// `links::unanswered`). The answer itself needs none.
     pub(super) fn answer(&mut self, target: Pid, signal: Signal) {
         if let Some((to, answer)) = links::unanswered(target, signal) {
-            let nodes = Some(&mut self.nodes);
+            let nodes = Some(&mut self.scratch.nodes);
             if let Ok(Some(task)) = self
                 .shared
                 .deliver_signal(to, answer, Wake::Completion, nodes)
@@ -314,8 +314,8 @@ impl<P: Process> Local<P> {
     /// next link of a chain, stays on this core instead of waiting in the
     /// deque for a thief. The process it displaces goes to the deque.
     fn queue_woken(&mut self, task: Task<P>) {
-        if let Some(old) = self.runnext.replace(task) {
-            self.deque.push(old);
+        if let Some(old) = self.queues.runnext.replace(task) {
+            self.queues.deque.push(old);
             self.queued_locally(1);
         }
     }
@@ -330,7 +330,10 @@ impl<P: Process> Local<P> {
         body: &mut Body<P>,
         signal: Signal,
     ) -> Option<(Pid, ExitReason)> {
-        match body.links_mut(&mut self.spare_extras).receive(signal) {
+        match body
+            .links_mut(&mut self.scratch.spare_extras)
+            .receive(signal)
+        {
             Received::Down(pid, reason) => Some((pid, reason)),
             Received::Nothing | Received::Kill(_) => None,
         }
@@ -347,7 +350,7 @@ impl<P: Process> Local<P> {
         target: Pid,
         reason: ExitReason,
     ) -> Option<Event<P>> {
-        let links = body.links_mut(&mut self.spare_extras);
+        let links = body.links_mut(&mut self.scratch.spare_extras);
         if !links.receive_down(target) {
             return None;
         }
@@ -383,17 +386,18 @@ impl<P: Process> Local<P> {
                 // Written where it goes: a plain `push` would build the
                 // event on the stack and copy it, on the path from an end
                 // to its watcher's step.
-                self.events.reserve(1);
-                let len = self.events.len();
+                self.scratch.events.reserve(1);
+                let len = self.scratch.events.len();
                 // SAFETY: `reserve` made room at `len`; the event is
                 // written before the length counts it, and nothing
                 // between the two can panic.
                 unsafe {
-                    self.events
+                    self.scratch
+                        .events
                         .as_mut_ptr()
                         .add(len)
                         .write(Event::Down { pid, reason });
-                    self.events.set_len(len + 1);
+                    self.scratch.events.set_len(len + 1);
                 }
             }
         }
@@ -408,9 +412,9 @@ impl<P: Process> Local<P> {
             None => false,
         };
         let quiet = !last && !full;
-        if rewait && quiet && (self.events.iter()).all(|e| matches!(e, Event::Message(_))) {
+        if rewait && quiet && (self.scratch.events.iter()).all(|e| matches!(e, Event::Message(_))) {
             Before::Rewait
-        } else if idle && quiet && self.events.is_empty() {
+        } else if idle && quiet && self.scratch.events.is_empty() {
             Before::Repark
         } else {
             Before::Step

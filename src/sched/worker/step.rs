@@ -40,13 +40,13 @@ impl<P: Process> Local<P> {
         super::contain::inject::check(self.shared_addr(), pid, super::contain::inject::Stage::Step);
         // Published for the long-step monitor: the step, its handlers and
         // `close` are the embedder's code, any of which may run long.
-        let monitored = self.monitored;
+        let monitored = self.observe.monitored;
         let begun = Begun {
             pid,
             // Without a monitor nothing is published, and `preempt` stays 0,
             // which no (odd) sequence number matches.
             seq: if monitored {
-                self.clock.begin(watch, pid)
+                self.observe.clock.begin(watch, pid)
             } else {
                 1
             },
@@ -66,12 +66,12 @@ impl<P: Process> Local<P> {
         // The holding is over (`end_step` or the free in `close` was its
         // last RMW of the state word): senders waiting for room are woken
         // if this holding released places (`bound.rs`, `Room`).
-        if self.released {
-            self.released = false;
+        if self.scratch.released {
+            self.scratch.released = false;
             self.shared.room.made();
         }
         if monitored {
-            self.clock.end(watch);
+            self.observe.clock.end(watch);
         }
     }
 
@@ -95,7 +95,7 @@ impl<P: Process> Local<P> {
             if let Before::Kill | Before::Rewait = before {
                 // Its events are reported by `close`, like a carry; or,
                 // only messages, they wait in the carry for the completion.
-                body.carry.append(&mut self.events);
+                body.carry.append(&mut self.scratch.events);
             }
             (full, before)
         };
@@ -112,7 +112,7 @@ impl<P: Process> Local<P> {
             // or `close`.
             let body = unsafe { slot.body() };
             if last {
-                self.events.push(Event::Cancel(Cancel::Terminate));
+                self.scratch.events.push(Event::Cancel(Cancel::Terminate));
             }
             let Some(process) = body.process.as_mut() else {
                 // No process: an outside receiver's slot.
@@ -121,14 +121,19 @@ impl<P: Process> Local<P> {
             };
             let spawner = LocalSpawner {
                 shared: &self.shared,
-                free: &self.free,
+                free: &self.scratch.free,
             };
-            if let Some(ring) = &mut self.trace {
+            if let Some(ring) = &mut self.observe.trace {
                 ring.begin_step();
             }
-            let mut out =
-                StepOutput::new(pid, &mut self.effects, &spawner, begun.preempt, begun.seq);
-            let events = &mut self.events;
+            let mut out = StepOutput::new(
+                pid,
+                &mut self.scratch.effects,
+                &spawner,
+                begun.preempt,
+                begun.seq,
+            );
+            let events = &mut self.scratch.events;
             let result = catch_unwind(AssertUnwindSafe(|| process.step(events, &mut out)));
             let status = out.take_status();
             self.carry_leftovers(body);
@@ -145,7 +150,7 @@ impl<P: Process> Local<P> {
             };
             slot.count_step();
             self.counters().steps.add(1);
-            if let Some(ring) = &mut self.trace {
+            if let Some(ring) = &mut self.observe.trace {
                 let code = match (&result, &status) {
                     (Ok(Ok(())), Status::Continue) => trace::status::CONTINUE,
                     (Ok(Ok(())), Status::Wait) => trace::status::WAIT,
@@ -161,7 +166,7 @@ impl<P: Process> Local<P> {
                 Ok(Err(e)) => Some(Err(ProcessError::Failed(e))),
                 Err(panic) => Some(Err(ProcessError::Panicked(panic_message(&*panic)))),
             };
-            if !self.effects.links.is_empty() {
+            if !self.scratch.effects.links.is_empty() {
                 self.apply_links(slot, pid, body);
             }
             if let Some(links) = body.extra.as_deref_mut().and_then(|e| e.links.as_mut()) {
@@ -170,7 +175,7 @@ impl<P: Process> Local<P> {
             // Most steps spawn nothing and send no command, and a `drain` of
             // an empty vector still costs its iterator (this check and the
             // one in `dispatch` keep it off a message round trip).
-            if !self.effects.spawned.is_empty() {
+            if !self.scratch.effects.spawned.is_empty() {
                 self.apply_spawns();
             }
             // A message refused by a full mailbox comes back as an event,
@@ -178,11 +183,11 @@ impl<P: Process> Local<P> {
             more |= self.apply_sends(&mut body.carry);
             let ending = outcome.is_some() || last || matches!(status, Status::Done(_));
             if ending {
-                self.effects.commands.clear();
-                self.effects.timers.clear();
+                self.scratch.effects.commands.clear();
+                self.scratch.effects.timers.clear();
             } else if let Err(message) = self.dispatch(pid, body) {
                 outcome = Some(Err(ProcessError::Panicked(message)));
-                self.effects.timers.clear();
+                self.scratch.effects.timers.clear();
             } else {
                 self.apply_timers(pid, body, slot);
             }
@@ -233,7 +238,7 @@ impl<P: Process> Local<P> {
         // SAFETY: we hold the process (Running); the borrow ends here,
         // before `end_step`.
         let body = unsafe { slot.body() };
-        body.extra_from(&mut self.spare_extras).rewait = true;
+        body.extra_from(&mut self.scratch.spare_extras).rewait = true;
     }
 
     /// Ends the step of `task`: parks or requeues it, or closes it if a
@@ -244,7 +249,7 @@ impl<P: Process> Local<P> {
         // after it, a notifier or another worker may own the slot.
         slot.stamp(self.shared.core.clock.now());
         match slot.state.end_step(park) {
-            AfterStep::Requeue => self.yielded.push_back(task),
+            AfterStep::Requeue => self.queues.yielded.push_back(task),
             AfterStep::Parked => {}
             AfterStep::Close => {
                 let why = if self.shared.core.phase() >= phase::FORCING {
@@ -269,7 +274,7 @@ impl<P: Process> Local<P> {
         if !body.carry.is_empty() {
             // Moved, not appended: the carry's allocation is freed, so a
             // process that once left events behind keeps no buffer.
-            self.events.extend(core::mem::take(&mut body.carry));
+            self.scratch.events.extend(core::mem::take(&mut body.carry));
             if let Some(extra) = body.extra.as_deref_mut() {
                 Self::hand_over_carried(extra);
             }
@@ -280,7 +285,7 @@ impl<P: Process> Local<P> {
         let mut full = false;
         // SAFETY: we hold the process (Running), which makes us the queue's
         // only consumer.
-        while let Some(envelope) = unsafe { slot.events.pop_with(&mut self.nodes) } {
+        while let Some(envelope) = unsafe { slot.events.pop_with(&mut self.scratch.nodes) } {
             drained += 1;
             places += u32::from(envelope.counted);
             let event = match envelope {
@@ -291,10 +296,12 @@ impl<P: Process> Local<P> {
                     item: Item::Event(event @ (Event::Message(_) | Event::Cancel(_))),
                     ..
                 } if generation == pid.generation() => event,
-                envelope if self.events.len() < cap => match self.accept(envelope, body, pid) {
-                    Some(event) => event,
-                    None => continue,
-                },
+                envelope if self.scratch.events.len() < cap => {
+                    match self.accept(envelope, body, pid) {
+                        Some(event) => event,
+                        None => continue,
+                    }
+                }
                 // One past the cap, and not the common case: a `Down` or a
                 // timer is marked as not yet seen (`accept_past_cap`).
                 envelope => match self.accept_past_cap(envelope, body, pid) {
@@ -306,8 +313,8 @@ impl<P: Process> Local<P> {
                     None => continue,
                 },
             };
-            if self.events.len() < cap {
-                self.events.push(event);
+            if self.scratch.events.len() < cap {
+                self.scratch.events.push(event);
             } else {
                 // One past the cap: the mailbox had more than a step takes.
                 // It is the oldest event left, so it goes first next time.
@@ -320,13 +327,13 @@ impl<P: Process> Local<P> {
         // queued figure.
         if places != 0 {
             slot.bound.release(places);
-            self.released = true;
+            self.scratch.released = true;
         }
         if self.shared.config.count_queued {
             slot.count_drained(drained);
         }
         if drained != 0
-            && self.nodes.len() > self.nodes.limit() / 2
+            && self.scratch.nodes.len() > self.scratch.nodes.limit() / 2
             && self.shared.core.depot.is_hungry()
         {
             // More than half full after a drain that gave it nodes, and
@@ -334,7 +341,7 @@ impl<P: Process> Local<P> {
             // them (`depot.rs`). A collection that drained nothing (a
             // wakeup by a handed `Down`, a carry) left the cache as it was
             // and skips the look at the depot's flag.
-            self.shared.core.depot.refill(&mut self.nodes);
+            self.shared.core.depot.refill(&mut self.scratch.nodes);
         }
         full
     }
@@ -394,17 +401,17 @@ impl<P: Process> Local<P> {
     /// Keeps the events a step left in its vector for the next step, ahead
     /// of the event (if any) that `collect_events` carried past the cap.
     fn carry_leftovers(&mut self, body: &mut Body<P>) {
-        if !self.events.is_empty() {
-            let mut kept = Vec::with_capacity(self.events.len() + body.carry.len());
-            kept.append(&mut self.events);
+        if !self.scratch.events.is_empty() {
+            let mut kept = Vec::with_capacity(self.scratch.events.len() + body.carry.len());
+            kept.append(&mut self.scratch.events);
             kept.append(&mut body.carry);
             body.carry = kept;
         }
         // The buffer holds at most a step's cap unless a step pushed more
         // into it; after such a burst, its memory goes back.
         let cap = self.shared.config.events_per_step;
-        if self.events.capacity() > cap.saturating_mul(2) {
-            self.events.shrink_to(cap);
+        if self.scratch.events.capacity() > cap.saturating_mul(2) {
+            self.scratch.events.shrink_to(cap);
         }
     }
 
@@ -420,21 +427,21 @@ impl<P: Process> Local<P> {
     /// child goes on the deque.
     pub(super) fn apply_spawns(&mut self) {
         let mut moved = 0;
-        for pid in self.effects.spawned.drain(..) {
+        for pid in self.scratch.effects.spawned.drain(..) {
             let slot = self
                 .shared
                 .core
                 .table
                 .get(pid.index())
                 .expect("a spawned process has a slot");
-            if let Some(ring) = &mut self.trace {
+            if let Some(ring) = &mut self.observe.trace {
                 ring.record_effect(Kind::Spawn, pid.into_raw());
             }
             let task = Task::new(slot);
-            if self.runnext.is_none() {
-                self.runnext = Some(task);
+            if self.queues.runnext.is_none() {
+                self.queues.runnext = Some(task);
             } else {
-                self.deque.push(task);
+                self.queues.deque.push(task);
                 moved += 1;
             }
         }

@@ -21,7 +21,7 @@ impl<P: Process> Local<P> {
     /// Applies the step's timer operations to the process `pid` (which we
     /// hold), in call order. New timers go into this worker's own wheel.
     pub(super) fn apply_timers(&mut self, pid: Pid, body: &mut Body<P>, slot: &Slot<P>) {
-        if self.effects.timers.is_empty() {
+        if self.scratch.effects.timers.is_empty() {
             // The step's events may have taken records out without an
             // operation (`collect_events`: a timer or timeout that fired, a
             // command that completed before its timeout). Only a body with
@@ -31,14 +31,14 @@ impl<P: Process> Local<P> {
             }
             return;
         }
-        let mut ops = core::mem::take(&mut self.effects.timers);
+        let mut ops = core::mem::take(&mut self.scratch.effects.timers);
         let shared = &*self.shared;
         let clock = &shared.timers.clock;
         // One clock read for the step, and for the next turn's poll of
         // this worker's wheel (`Local::timer_tick`).
         let now = clock.nanos(Instant::now());
         let now_tick = now >> TICK_SHIFT;
-        self.timer_tick = Some((self.tick, now_tick));
+        self.timers.timer_tick = Some((self.queues.tick, now_tick));
         let mut lowered = false;
         for op in ops.drain(..) {
             let (tag, deadline, timeout) = match op {
@@ -74,7 +74,7 @@ impl<P: Process> Local<P> {
                 wheel.insert(now_tick, deadline, pid.into_raw(), tag, kind, None)
             {
                 lowered |= low;
-                let timers = &mut body.extra_from(&mut self.spare_extras).timers;
+                let timers = &mut body.extra_from(&mut self.scratch.spare_extras).timers;
                 if timers.capacity() == 0 {
                     // Most processes hold one timer: no room for four.
                     timers.reserve_exact(1);
@@ -82,7 +82,7 @@ impl<P: Process> Local<P> {
                 timers.push(Record::new(tag, key, timeout, self.index));
             }
         }
-        self.effects.timers = ops; // keep the buffer
+        self.scratch.effects.timers = ops; // keep the buffer
         self.publish_timer_count(body, slot);
         if lowered {
             // The wake rule: a parked worker's deadline may not cover the
@@ -183,7 +183,7 @@ impl<P: Process> Local<P> {
                 let event = self.accept(envelope, body, pid);
                 if exit && matches!(event, Some(Event::Down { .. })) {
                     // A trapped exit, marked for an `unlink` (`flush_exit`).
-                    body.links_mut(&mut self.spare_extras).carried_exit = true;
+                    body.links_mut(&mut self.scratch.spare_extras).carried_exit = true;
                 }
                 event
             }
@@ -275,8 +275,8 @@ impl<P: Process> Local<P> {
     #[inline(never)]
     pub(super) fn poll_own_timers(&mut self, next: u64) {
         // `tick` is still the last turn's: `find_local` counts this one.
-        let now = match self.timer_tick.take() {
-            Some((turn, tick)) if turn == self.tick => tick,
+        let now = match self.timers.timer_tick.take() {
+            Some((turn, tick)) if turn == self.queues.tick => tick,
             _ => self.shared.timers.clock.now(),
         };
         if next <= now {
@@ -309,12 +309,12 @@ impl<P: Process> Local<P> {
     /// Fires wheel `w` at tick `now` and delivers what fired; processes it
     /// woke go onto this worker's deque. Returns how many.
     fn fire_wheel(&mut self, w: usize, now: u64, wait: bool) -> usize {
-        let mut fired = core::mem::take(&mut self.fired);
-        let mut messages = core::mem::take(&mut self.fired_messages);
+        let mut fired = core::mem::take(&mut self.timers.fired);
+        let mut messages = core::mem::take(&mut self.timers.fired_messages);
         let shared = std::sync::Arc::clone(&self.shared);
         if !shared.timers.wheels[w].fire(now, wait, &mut fired, &mut messages) {
-            self.fired = fired;
-            self.fired_messages = messages;
+            self.timers.fired = fired;
+            self.timers.fired_messages = messages;
             return 0;
         }
         let mut woke = 0;
@@ -331,7 +331,7 @@ impl<P: Process> Local<P> {
                     let Some(message) = messages_iter.next() else {
                         continue; // unreachable: one message per entry
                     };
-                    let nodes = Some(&mut self.nodes);
+                    let nodes = Some(&mut self.scratch.nodes);
                     match shared.deliver(pid, Event::Message(message), Wake::Message, nodes) {
                         Ok(task) => task,
                         // A process that ended: reported (`Shared::undelivered`).
@@ -349,11 +349,11 @@ impl<P: Process> Local<P> {
                         timeout: kind == TimerKind::Timeout,
                     };
                     // Refused (its process ended): dropped, nobody waits.
-                    shared.deliver_timer(pid, firing, &mut self.nodes)
+                    shared.deliver_timer(pid, firing, &mut self.scratch.nodes)
                 }
             };
             if let Some(task) = task {
-                self.deque.push(task);
+                self.queues.deque.push(task);
                 woke += 1;
             }
         }
@@ -362,8 +362,8 @@ impl<P: Process> Local<P> {
         counters.timers_fired.add(count);
         counters.timers_late.add(late);
         self.queued_locally(woke);
-        self.fired = fired;
-        self.fired_messages = messages;
+        self.timers.fired = fired;
+        self.timers.fired_messages = messages;
         woke
     }
 }
