@@ -84,7 +84,9 @@ pub use error::{CompleteError, SendError, SpawnRefused, TerminateError};
 #[cfg(not(loom))]
 pub use observe::dump::ProcessInfo;
 #[cfg(not(loom))]
-pub use outside::join::{JoinHandle, JoinSet, Joined};
+pub use outside::join::JoinHandle;
+#[cfg(not(loom))]
+pub use outside::join_set::{JoinSet, Joined};
 
 #[cfg(not(loom))]
 pub use observe::monitor::{LongStep, DEFAULT_LONG_STEP_THRESHOLD};

@@ -16,7 +16,7 @@ use crate::sched::core::table::{FreeCache, Item, Occupant, Slot, Task};
 use crate::sched::error::TerminateError;
 use crate::sched::observe::stats::Totals;
 use crate::sched::observe::trace::{Kind as TraceKind, Tracing};
-use crate::sched::outside::join::Joiner;
+use crate::sched::outside::join_set::Joiner;
 use crate::sched::shutdown::stopping::Stopping;
 use crate::sched::timer::Timers;
 use crate::sync::Ordering;

@@ -5,7 +5,7 @@
 use crate::process::{Event, Process};
 
 use crate::sched::links::Links;
-use crate::sched::outside::join::Joiner;
+use crate::sched::outside::join_set::Joiner;
 use crate::sched::outside::Inbox;
 
 /// What only the worker holding a process (state Running), or its creator

@@ -25,6 +25,7 @@
 
 mod inbox;
 pub(crate) mod join;
+pub(crate) mod join_set;
 mod receiver;
 
 pub(crate) use inbox::Inbox;

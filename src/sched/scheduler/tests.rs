@@ -86,7 +86,7 @@ fn a_half_done_push_makes_idle_workers_back_off_not_spin_on_the_sleepers_lock() 
     // A submit stopped after its claim: the first half of `submit_inner`.
     let shared = &*scheduler.shared;
     let cell = Arc::new(JoinCell::new());
-    let joiner = crate::sched::outside::join::Joiner::One(Arc::clone(&cell));
+    let joiner = crate::sched::outside::join_set::Joiner::One(Arc::clone(&cell));
     let slot = (shared.create(gated(), "run", (), Some(joiner), Default::default(), None))
         .unwrap_or_else(|_| panic!("create"));
     let stalled = JoinHandle::new(slot.pid(), cell);
