@@ -73,6 +73,7 @@ mod find;
 mod forward;
 mod park;
 mod parts;
+mod receive;
 mod signals;
 mod step;
 mod timers;
