@@ -20,6 +20,7 @@ impl<P: Process> Local<P> {
     /// appeared meanwhile: a message is accepted only if every earlier one
     /// of the step to that process was, so resending what comes back, in
     /// order, keeps the sender's order. Returns whether any was refused.
+    #[inline]
     pub(super) fn apply_sends(&mut self, carry: &mut Vec<Event<P>>) -> bool {
         match self.scratch.effects.sends.len() {
             0 => false, // most steps: no closures to build

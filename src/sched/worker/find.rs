@@ -7,6 +7,7 @@ use super::*;
 
 impl<P: Process> Local<P> {
     /// Sources 1 to 5 of the module docs.
+    #[inline]
     pub(super) fn find_local(&mut self) -> Option<Task<P>> {
         self.queues.tick = self.queues.tick.wrapping_add(1);
         let interval = self.shared.config.global_queue_interval;
@@ -71,6 +72,7 @@ impl<P: Process> Local<P> {
     /// the owner's operations. `Retry` means another worker's claim moved
     /// `top` first, which took the oldest away from here just as well: we
     /// go on to the usual sources.
+    #[inline]
     pub(super) fn take_oldest(&mut self) -> Option<Task<P>> {
         self.shared.core.remotes[self.index]
             .stealer
@@ -78,6 +80,7 @@ impl<P: Process> Local<P> {
             .success()
     }
 
+    #[inline]
     pub(super) fn take_inject(&mut self) -> Option<Task<P>> {
         let own = &self.shared.core.remotes[self.index].inject;
         match own.take_batch_into(&self.queues.deque) {
@@ -91,6 +94,7 @@ impl<P: Process> Local<P> {
         }
     }
 
+    #[inline]
     pub(super) fn take_global(&mut self) -> Option<Task<P>> {
         match self.shared.core.global.take_batch_into(&self.queues.deque) {
             Take::Taken { first, moved } => {
@@ -105,6 +109,7 @@ impl<P: Process> Local<P> {
 
     /// After pushing `moved` processes onto the local deque: they are
     /// stealable now, so wake a parked worker if no one is spinning.
+    #[inline]
     pub(super) fn queued_locally(&self, moved: usize) {
         if moved > 0 {
             self.shared.core.idle.notify_one();

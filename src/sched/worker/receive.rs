@@ -16,6 +16,7 @@ impl<P: Process> Local<P> {
     /// sees (`Event::Down`), or noted as the process's end (`Before::Kill`,
     /// read back through `Links::killed_by`). The dump's counts are
     /// published once the events are collected (`before_step`).
+    #[inline]
     pub(super) fn receive_signal(
         &mut self,
         body: &mut Body<P>,
@@ -61,6 +62,7 @@ impl<P: Process> Local<P> {
     /// hold messages its sender sent before it ended (a Blocked process
     /// is not woken by messages), and the `Down` waits for the step that
     /// drains them, so that it comes after them, as through the mailbox.
+    #[inline]
     pub(super) fn before_step(
         &mut self,
         slot: &Slot<P>,
