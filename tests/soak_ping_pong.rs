@@ -5,8 +5,8 @@
 //! A lost message leaves both processes waiting forever; the round then
 //! fails after 10 s with a dump of the processes.
 //!
-//! This is the workload that found a lost wakeup: a notify that only
-//! *read* the state word could miss a step that was starting (the
+//! It targets a lost wakeup: a notify that only *read* the state word
+//! could miss a step that was starting (the
 //! notify-writes invariant in `src/process/state/`, and its loom
 //! models in `loom-tests/tests/state.rs`); with a read-only notify it
 //! stalls within a minute in most runs. It proves nothing by passing; the loom
@@ -19,48 +19,11 @@
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use stepsched::process::{Event, NoCommand, Pid, Process, Status, StepOutput};
 use stepsched::sched::Scheduler;
 
-/// Receives `(from, n)`: replies `(me, n - 1)` to `from` while `n > 0`, and
-/// finishes after its last message with the number of messages it received
-/// (the ping-pong of the scheduler benchmarks).
-#[derive(Default)]
-struct Pinger {
-    received: u64,
-}
-
-impl Process for Pinger {
-    type Input = ();
-    type Message = (Pid, u64);
-    type Command = NoCommand;
-    type Reply = ();
-    type Output = u64;
-    type Error = ();
-    fn init(&mut self, _: &str, _: ()) -> Result<(), ()> {
-        Ok(())
-    }
-    fn step(
-        &mut self,
-        events: &mut Vec<Event<Self>>,
-        out: &mut StepOutput<'_, Self>,
-    ) -> Result<(), ()> {
-        for event in events.drain(..) {
-            if let Event::Message((from, n)) = event {
-                self.received += 1;
-                if n > 0 {
-                    out.send(from, (out.pid(), n - 1));
-                }
-                if n <= 1 {
-                    out.done(self.received);
-                    return Ok(());
-                }
-            }
-        }
-        out.set_status(Status::Idle);
-        Ok(())
-    }
-}
+#[path = "common/pinger.rs"]
+mod pinger;
+use pinger::Pinger;
 
 /// Round trips per round: long enough for both workers to get involved,
 /// short enough for thousands of rounds (each a fresh start) a minute.

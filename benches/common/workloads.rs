@@ -1,9 +1,9 @@
 //! Process types shared by the scheduler benchmarks, included with
 //! `#[path]` by the criterion bench (`benches/scheduler.rs`) and the
 //! side-by-side run against tokio (`benches/peers/src/bin/scheduler.rs`), so
-//! that both run the same processes. Each includer uses some of them. (The
-//! ping-pong soak, `tests/soak_ping_pong.rs`, has its own copy of `Pinger`:
-//! the packaged crate's tests build without benches/.)
+//! that both run the same processes. Each includer uses some of them.
+//! `Pinger` lives in `tests/common/pinger.rs`, shared with the ping-pong
+//! soak, so that the packaged crate's tests build without benches/.
 #![allow(dead_code)]
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -134,44 +134,9 @@ impl Process for Yielder {
     }
 }
 
-/// Receives `(from, n)`: replies `(me, n - 1)` to `from` while `n > 0`, and
-/// finishes after its last message with the number of messages it received.
-#[derive(Default)]
-pub struct Pinger {
-    received: u64,
-}
-
-impl Process for Pinger {
-    type Input = ();
-    type Message = (Pid, u64);
-    type Command = NoCommand;
-    type Reply = ();
-    type Output = u64;
-    type Error = ();
-    fn init(&mut self, _: &str, _: ()) -> Result<(), ()> {
-        Ok(())
-    }
-    fn step(
-        &mut self,
-        events: &mut Vec<Event<Self>>,
-        out: &mut StepOutput<'_, Self>,
-    ) -> Result<(), ()> {
-        for event in events.drain(..) {
-            if let Event::Message((from, n)) = event {
-                self.received += 1;
-                if n > 0 {
-                    out.send(from, (out.pid(), n - 1));
-                }
-                if n <= 1 {
-                    out.done(self.received);
-                    return Ok(());
-                }
-            }
-        }
-        out.set_status(Status::Idle);
-        Ok(())
-    }
-}
+#[path = "../../tests/common/pinger.rs"]
+mod pinger;
+pub use pinger::Pinger;
 
 /// `Worker` replies to each request; `Coordinator` sends one request to every
 /// worker and waits for all replies, `rounds` times.
