@@ -56,15 +56,18 @@ mod output;
 mod pid;
 pub(crate) mod state;
 pub(crate) mod timer;
+mod registry;
 
 pub use event::{Cancel, CommandError, Event};
 pub use exit::{ExitReason, Summary};
 pub use kinds::{Hosts, Kind};
 pub use output::{SpawnError, SpawnOptions, Status, StepOutput};
 pub use pid::Pid;
+pub use registry::{Name, RegisterError};
 pub use state::Lifecycle;
 
 pub(crate) use output::{Effects, LinkOp, Spawner};
+pub(crate) use registry::Names;
 
 use core::fmt;
 
