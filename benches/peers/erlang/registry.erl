@@ -29,7 +29,7 @@ lookups(Pid, N) ->
     Pid = whereis(bench_name),
     lookups(Pid, N - 1).
 
-round(Pid) ->
+one_round(Pid) ->
     N = 1000000,
     T0 = now_ns(),
     triples(Pid, N),
@@ -44,6 +44,6 @@ round(Pid) ->
 
 main() ->
     Pid = spawn(fun idle/0),
-    round(Pid), % warm-up
-    [round(Pid) || _ <- lists:seq(1, 5)],
+    one_round(Pid), % warm-up
+    [one_round(Pid) || _ <- lists:seq(1, 5)],
     Pid ! stop.
