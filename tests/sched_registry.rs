@@ -125,7 +125,10 @@ fn a_taken_name_is_refused_naming_the_holder_and_a_process_holds_one_name() {
     assert_eq!(s.whereis("room"), Some(a));
     assert_eq!(s.whereis("other"), None);
     let text = s.register("room", b).unwrap_err().to_string();
-    assert!(text.contains("room") && text.contains(&a.to_string()), "{text}");
+    assert!(
+        text.contains("room") && text.contains(&a.to_string()),
+        "{text}"
+    );
 }
 
 #[test]
@@ -136,7 +139,10 @@ fn registering_an_unknown_or_ended_pid_fails_with_no_such_process() {
         s.register("x", unknown),
         Err(RegisterError::NoSuchProcess(unknown))
     );
-    let h = s.submit_joinable(Named, "", ()).map_err(|_| "refused").unwrap();
+    let h = s
+        .submit_joinable(Named, "", ())
+        .map_err(|_| "refused")
+        .unwrap();
     let ended = h.pid();
     s.send(ended, Ask::Done).unwrap();
     joined(h).unwrap();
@@ -150,7 +156,10 @@ fn registering_an_unknown_or_ended_pid_fails_with_no_such_process() {
 #[test]
 fn a_stale_pid_never_resolves_to_a_later_process_of_its_slot() {
     let s = Scheduler::builder().workers(1).build().expect("build");
-    let h = s.submit_joinable(Named, "", ()).map_err(|_| "refused").unwrap();
+    let h = s
+        .submit_joinable(Named, "", ())
+        .map_err(|_| "refused")
+        .unwrap();
     let old = h.pid();
     s.register("old", old).unwrap();
     s.send(old, Ask::Done).unwrap();
@@ -160,7 +169,10 @@ fn a_stale_pid_never_resolves_to_a_later_process_of_its_slot() {
     // PID cannot be named.
     let new = spawn(&s);
     assert_eq!(s.whereis("old"), None);
-    assert_eq!(s.register("old", old), Err(RegisterError::NoSuchProcess(old)));
+    assert_eq!(
+        s.register("old", old),
+        Err(RegisterError::NoSuchProcess(old))
+    );
     s.register("new", new).unwrap();
     assert_eq!(s.register("x", old), Err(RegisterError::NoSuchProcess(old)));
     assert_eq!(s.whereis("new"), Some(new));
@@ -170,7 +182,10 @@ fn a_stale_pid_never_resolves_to_a_later_process_of_its_slot() {
 /// checks that the name was gone before the joiner heard of the end.
 fn ends_unnamed(end: impl FnOnce(&Scheduler<Named>, Pid)) {
     let s = scheduler();
-    let h = s.submit_joinable(Named, "", ()).map_err(|_| "refused").unwrap();
+    let h = s
+        .submit_joinable(Named, "", ())
+        .map_err(|_| "refused")
+        .unwrap();
     let pid = h.pid();
     s.register("n", pid).unwrap();
     end(&s, pid);
@@ -232,8 +247,12 @@ fn register_from_a_step_is_applied_at_once_and_reports_a_taken_name() {
     let s = scheduler();
     let holder = spawn(&s);
     s.register("taken", holder).unwrap();
-    let h = s.submit_joinable(Named, "", ()).map_err(|_| "refused").unwrap();
-    s.send(h.pid(), Ask::Register("taken".into(), true)).unwrap();
+    let h = s
+        .submit_joinable(Named, "", ())
+        .map_err(|_| "refused")
+        .unwrap();
+    s.send(h.pid(), Ask::Register("taken".into(), true))
+        .unwrap();
     let outcome = joined(h).unwrap();
     assert_eq!(
         outcome,
@@ -345,8 +364,31 @@ fn no_stale_name_survives_a_storm_of_registers_racing_the_ends() {
 #[test]
 fn process_errors_still_reach_the_joiner_of_a_named_process() {
     let s = scheduler();
-    let h = s.submit_joinable(Named, "", ()).map_err(|_| "refused").unwrap();
+    let h = s
+        .submit_joinable(Named, "", ())
+        .map_err(|_| "refused")
+        .unwrap();
     s.register("t", h.pid()).unwrap();
     s.terminate(h.pid()).unwrap();
     assert_eq!(joined(h), Err(ProcessError::Terminated));
+}
+
+#[test]
+fn names_are_shown_in_the_trace_steps_args_escaped() {
+    let s: Scheduler<Named> = Scheduler::builder()
+        .workers(1)
+        .trace(1_024)
+        .build()
+        .expect("build");
+    let pid = spawn(&s);
+    s.register("room \"42\"", pid).unwrap();
+    wait_until("the step", || {
+        s.processes().iter().any(|p| p.pid == pid && p.steps >= 1)
+    });
+    s.shutdown(Duration::from_millis(50));
+    let trace = s.trace().expect("the trace");
+    let mut json = Vec::new();
+    trace.write_chrome_json(&mut json).unwrap();
+    let json = String::from_utf8(json).unwrap();
+    assert!(json.contains(r#""name":"room \"42\"""#), "{json}");
 }

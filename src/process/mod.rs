@@ -54,9 +54,9 @@ mod exit;
 pub mod kinds;
 mod output;
 mod pid;
+mod registry;
 pub(crate) mod state;
 pub(crate) mod timer;
-mod registry;
 
 pub use event::{Cancel, CommandError, Event};
 pub use exit::{ExitReason, Summary};

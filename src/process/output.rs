@@ -597,7 +597,10 @@ impl<P: Process> fmt::Display for SpawnError<P> {
             SpawnError::Init(_, e) => write!(f, "process init failed: {e}"),
             SpawnError::InvalidOptions(_, why) => write!(f, "spawn refused: {why}"),
             SpawnError::NameTaken { name, holder, .. } => {
-                write!(f, "spawn refused: the name {name:?} is registered to {holder}")
+                write!(
+                    f,
+                    "spawn refused: the name {name:?} is registered to {holder}"
+                )
             }
         }
     }

@@ -116,7 +116,11 @@ impl<P: Process> Shared<P> {
             // initialised; `register` below decides.
             if let Some(holder) = self.whereis(name) {
                 let name = name.clone();
-                return Err(SpawnError::NameTaken { process, name, holder });
+                return Err(SpawnError::NameTaken {
+                    process,
+                    name,
+                    holder,
+                });
             }
         }
         // A first, cheap look, so that a process we would refuse is not
@@ -163,9 +167,11 @@ impl<P: Process> Shared<P> {
             if let Err(refused) = self.register(name, slot.pid()) {
                 let process = self.withdraw(slot).expect("a created process has its body");
                 return Err(match refused {
-                    RegisterError::NameTaken { name, holder } => {
-                        SpawnError::NameTaken { process, name, holder }
-                    }
+                    RegisterError::NameTaken { name, holder } => SpawnError::NameTaken {
+                        process,
+                        name,
+                        holder,
+                    },
                     _ => SpawnError::ShuttingDown(process),
                 });
             }

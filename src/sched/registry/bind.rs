@@ -55,6 +55,9 @@ impl<P: Process> Shared<P> {
             return Err(RegisterError::NoSuchProcess(pid));
         }
         map.by_slot.insert(pid.index(), name.clone());
+        if let Some(tracing) = &self.trace {
+            tracing.name(pid, &name);
+        }
         map.by_name.insert(name, pid);
         Ok(())
     }

@@ -42,7 +42,9 @@ impl Registry {
     /// map operations run under it) leaves the map consistent, so a
     /// poisoned lock is taken as it is.
     pub(crate) fn lock(&self) -> MutexGuard<'_, Map> {
-        self.map.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.map
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 

@@ -83,7 +83,10 @@ fn round(scheduler: &Scheduler<Idle>, pid: stepsched::process::Pid, scale: f64, 
     scheduler.register(name, pid).unwrap();
     let start = Instant::now();
     for _ in 0..lookups {
-        assert_eq!(black_box(scheduler.whereis(black_box("bench_name"))), Some(pid));
+        assert_eq!(
+            black_box(scheduler.whereis(black_box("bench_name"))),
+            Some(pid)
+        );
     }
     let whereis = ns_per(start, lookups);
     scheduler.unregister("bench_name").unwrap();
@@ -98,7 +101,10 @@ fn main() {
     let rounds: usize = env_or("ROUNDS", 5);
     let scale: f64 = env_or("SCALE", 1.0);
     let scheduler = Scheduler::builder().workers(2).build().expect("build");
-    let pid = scheduler.submit(Idle, "", ()).map_err(|_| "refused").unwrap();
+    let pid = scheduler
+        .submit(Idle, "", ())
+        .map_err(|_| "refused")
+        .unwrap();
     round(&scheduler, pid, scale, false);
     for _ in 0..rounds {
         round(&scheduler, pid, scale, true);
@@ -125,11 +131,7 @@ mod ractor_side {
         type State = ();
         type Arguments = ();
 
-        async fn pre_start(
-            &self,
-            _: ActorRef<()>,
-            _: (),
-        ) -> Result<(), ActorProcessingErr> {
+        async fn pre_start(&self, _: ActorRef<()>, _: ()) -> Result<(), ActorProcessingErr> {
             Ok(())
         }
     }
@@ -149,7 +151,9 @@ mod ractor_side {
             for round in 0..=rounds {
                 let start = Instant::now();
                 for _ in 0..lookups {
-                    assert!(black_box(ractor::registry::where_is(black_box(name.clone()))).is_some());
+                    assert!(
+                        black_box(ractor::registry::where_is(black_box(name.clone()))).is_some()
+                    );
                 }
                 let where_is = ns_per(start, lookups);
                 if round > 0 {
