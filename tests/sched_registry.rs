@@ -66,7 +66,7 @@ impl Process for Named {
                 Event::Message(Ask::Panic) => panic!("asked to panic"),
                 Event::Message(Ask::Register(name, then_end)) => {
                     let result = out.register(name.as_str());
-                    assert_eq!(out.whereis(&name).is_some(), true);
+                    assert!(out.whereis(&name).is_some());
                     if then_end {
                         out.done(Some(result));
                     }
@@ -286,8 +286,7 @@ fn spawn_options_name_registers_at_spawn_and_a_duplicate_hands_the_process_back(
     }
     let refused = s
         .submit_with(Named, "", (), SpawnOptions::new().name("svc"))
-        .err()
-        .expect("refused");
+        .expect_err("refused");
     let _process: Named = refused.into_process();
     assert_eq!(s.live(), 1);
     s.send(pid, Ask::Done).unwrap();
