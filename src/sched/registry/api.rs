@@ -15,7 +15,9 @@ impl<P: Process> Scheduler<P> {
     /// A register racing the process's end either fails with
     /// [`RegisterError::NoSuchProcess`] or is removed by that end: no name
     /// is ever left pointing at an ended process, and a stale PID never
-    /// resolves to a later process of its slot.
+    /// resolves to a later process of its slot. (A process still stuck in
+    /// a step when [`shutdown`](Scheduler::shutdown) gives up on it has not
+    /// ended: it keeps its name.)
     ///
     /// ```
     /// # use stepsched::process::{Event, NoCommand, Process, StepOutput};
