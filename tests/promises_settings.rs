@@ -376,7 +376,7 @@ impl Process for Parent {
 fn spawn_options_with_a_zero_mailbox_capacity_are_refused_by_the_spawn() {
     let s = Scheduler::<Parent>::builder().workers(1).build().unwrap();
     let zero = SpawnOptions::new().mailbox_capacity(0);
-    match s.submit_with(Parent::default(), "run", None, zero) {
+    match s.submit_with(Parent::default(), "run", None, zero.clone()) {
         Err(SpawnError::InvalidOptions(p, why)) => {
             assert!(!p.inited, "handed back before its init");
             assert!(why.contains("mailbox_capacity(0)"), "{why}");

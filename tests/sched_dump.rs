@@ -357,7 +357,7 @@ fn holding_scheduler() -> (Scheduler<Waiter>, Held, Arc<AtomicU64>) {
 /// The dump entry for `pid`, which must be listed.
 fn entry(scheduler: &Scheduler<Waiter>, pid: stepsched::process::Pid) -> ProcessInfo {
     let dump = scheduler.processes();
-    let found = dump.iter().find(|p| p.pid == pid).copied();
+    let found = dump.iter().find(|p| p.pid == pid).cloned();
     found.unwrap_or_else(|| panic!("{pid} is not in the dump {dump:?}"))
 }
 
@@ -515,7 +515,7 @@ impl Process for Ticker {
 
 fn ticker_entry(scheduler: &Scheduler<Ticker>, pid: stepsched::process::Pid) -> ProcessInfo {
     let dump = scheduler.processes();
-    let found = dump.iter().find(|p| p.pid == pid).copied();
+    let found = dump.iter().find(|p| p.pid == pid).cloned();
     found.unwrap_or_else(|| panic!("{pid} is not in the dump {dump:?}"))
 }
 
@@ -560,7 +560,7 @@ fn a_timer_count_is_not_inherited_by_the_next_process_in_the_slot() {
         let dump = scheduler.processes();
         dump.len() == 2 && dump[1].steps == 1 && dump[1].state == Lifecycle::Idle
     });
-    let p = scheduler.processes()[1];
+    let p = scheduler.processes()[1].clone();
     assert_eq!(p.pid.index(), first.index(), "the slot was reused");
     assert_eq!(p.pid.generation(), first.generation() + 1);
     assert_eq!(p.timers, 0, "the first child's timer: {p:?}");

@@ -54,6 +54,7 @@ mod exit;
 pub mod kinds;
 mod output;
 mod pid;
+mod registry;
 pub(crate) mod state;
 pub(crate) mod timer;
 
@@ -62,9 +63,11 @@ pub use exit::{ExitReason, Summary};
 pub use kinds::{Hosts, Kind};
 pub use output::{SpawnError, SpawnOptions, Status, StepOutput};
 pub use pid::Pid;
+pub use registry::{Name, RegisterError};
 pub use state::Lifecycle;
 
 pub(crate) use output::{Effects, LinkOp, Spawner};
+pub(crate) use registry::Names;
 
 use core::fmt;
 

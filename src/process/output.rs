@@ -26,7 +26,7 @@ pub enum Status<O> {
 /// Reserves a PID for a child, runs its `init` and parks it until the step
 /// ends. Implemented by the scheduler; a trait object here keeps the process
 /// model free of scheduler types.
-pub(crate) trait Spawner<P: Process> {
+pub(crate) trait Spawner<P: Process>: super::registry::Names {
     fn spawn(
         &self,
         process: P,
@@ -49,9 +49,11 @@ pub(crate) trait Spawner<P: Process> {
 /// assert_ne!(bounded, unbounded);
 /// assert_eq!(SpawnOptions::new(), SpawnOptions::default());
 /// ```
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct SpawnOptions {
     capacity: Capacity,
+    /// The name to register the process under, at its spawn.
+    name: Option<super::Name>,
 }
 
 /// The mailbox limit a [`SpawnOptions`] asks for.
@@ -71,6 +73,7 @@ impl SpawnOptions {
     pub const fn new() -> Self {
         SpawnOptions {
             capacity: Capacity::Default,
+            name: None,
         }
     }
 
@@ -123,8 +126,35 @@ impl SpawnOptions {
         self
     }
 
+    /// Registers the process under `name` as it is created, atomically
+    /// with its creation: no step of it, nor any other party, sees it
+    /// without its name (see [`Scheduler::register`](crate::sched::Scheduler::register)).
+    /// A name held by a live process refuses the spawn with
+    /// [`SpawnError::NameTaken`], the process handed back.
+    ///
+    /// ```
+    /// use stepsched::process::SpawnOptions;
+    ///
+    /// let options = SpawnOptions::new().name(format!("room-{}", 42));
+    /// assert_eq!(options.name_ref().map(|n| n.as_str()), Some("room-42"));
+    /// ```
+    pub fn name(mut self, name: impl Into<super::Name>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// The name [`name`](Self::name) asked for, if any.
+    pub fn name_ref(&self) -> Option<&super::Name> {
+        self.name.as_ref()
+    }
+
+    /// Takes the name out, for the spawn that registers it.
+    pub(crate) fn take_name(&mut self) -> Option<super::Name> {
+        self.name.take()
+    }
+
     /// The mailbox limit this asks for (0: unbounded), or `default`.
-    pub(crate) fn capacity_or(self, default: u32) -> u32 {
+    pub(crate) fn capacity_or(&self, default: u32) -> u32 {
         match self.capacity {
             Capacity::Default => default,
             Capacity::Unbounded => 0,
@@ -134,7 +164,7 @@ impl SpawnOptions {
 
     /// Why a spawn must refuse these options, naming the setting and its
     /// value; `None` if it can honour them.
-    pub(crate) fn refused(self) -> Option<&'static str> {
+    pub(crate) fn refused(&self) -> Option<&'static str> {
         match self.capacity {
             Capacity::Bounded(0) => {
                 Some("SpawnOptions::mailbox_capacity(0): a mailbox holds at least 1 message")
@@ -511,6 +541,19 @@ pub enum SpawnError<P: Process> {
     /// mailbox capacity of 0); the text names the setting and its value.
     /// The process was not initialised.
     InvalidOptions(P, &'static str),
+    /// Its [`SpawnOptions::name`] is registered to a live process,
+    /// `holder`. Checked before `init`, and again, atomically with the
+    /// creation, after it: a process refused by the first check is handed
+    /// back uninitialised; by the second (the name was taken while its
+    /// `init` ran), initialised, with its `close` not called.
+    NameTaken {
+        /// The process that was refused.
+        process: P,
+        /// The name it asked for.
+        name: super::Name,
+        /// The process the name is registered to.
+        holder: Pid,
+    },
 }
 
 impl<P: Process> SpawnError<P> {
@@ -520,7 +563,8 @@ impl<P: Process> SpawnError<P> {
             SpawnError::ShuttingDown(p)
             | SpawnError::AtCapacity(p)
             | SpawnError::Init(p, _)
-            | SpawnError::InvalidOptions(p, _) => p,
+            | SpawnError::InvalidOptions(p, _)
+            | SpawnError::NameTaken { process: p, .. } => p,
         }
     }
 }
@@ -536,6 +580,11 @@ impl<P: Process> fmt::Debug for SpawnError<P> {
                 .field(&"..")
                 .field(why)
                 .finish(),
+            SpawnError::NameTaken { name, holder, .. } => f
+                .debug_struct("NameTaken")
+                .field("name", name)
+                .field("holder", holder)
+                .finish_non_exhaustive(),
         }
     }
 }
@@ -547,6 +596,12 @@ impl<P: Process> fmt::Display for SpawnError<P> {
             SpawnError::AtCapacity(_) => f.write_str("the scheduler is at its process limit"),
             SpawnError::Init(_, e) => write!(f, "process init failed: {e}"),
             SpawnError::InvalidOptions(_, why) => write!(f, "spawn refused: {why}"),
+            SpawnError::NameTaken { name, holder, .. } => {
+                write!(
+                    f,
+                    "spawn refused: the name {name:?} is registered to {holder}"
+                )
+            }
         }
     }
 }

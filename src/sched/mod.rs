@@ -54,6 +54,8 @@ pub(crate) mod observe;
 #[cfg(not(loom))]
 mod outside;
 #[cfg(not(loom))]
+pub(crate) mod registry;
+#[cfg(not(loom))]
 mod shutdown;
 pub(crate) mod timer;
 

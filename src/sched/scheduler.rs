@@ -110,6 +110,7 @@ impl<P: Process> Scheduler<P> {
             room: crate::sched::bound::Room::new(),
             timers: crate::sched::timer::Timers::new(config_workers),
             stopping: crate::sched::shutdown::stopping::Stopping::new(),
+            registry: crate::sched::registry::Registry::new(),
             core: Core {
                 remotes,
                 global: GlobalQueue::new(),

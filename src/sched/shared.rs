@@ -6,7 +6,8 @@
 
 use crate::process::state::Notify;
 use crate::process::{
-    panic_message, Event, Pid, Process, ProcessError, SpawnError, SpawnOptions, Spawner,
+    panic_message, Event, Name, Names, Pid, Process, ProcessError, RegisterError, SpawnError,
+    SpawnOptions, Spawner,
 };
 use crate::sched::bound::Room;
 use crate::sched::commands::blocking::PoolConfig;
@@ -84,6 +85,8 @@ pub(crate) struct Shared<P: Process> {
     pub(crate) timers: Timers<P::Message>,
     /// The thread waiting in `shutdown` for the processes to end.
     pub(crate) stopping: Stopping,
+    /// Registered names (`registry/`).
+    pub(crate) registry: crate::sched::registry::Registry,
     /// The run queues, the idle protocol, the phase and the process table
     /// (`core/`). Last: the table outlives every queue that points into it.
     pub(crate) core: Core<P>,
@@ -98,7 +101,7 @@ impl<P: Process> Shared<P> {
         method: &str,
         input: P::Input,
         joiner: Option<Joiner<P>>,
-        options: SpawnOptions,
+        mut options: SpawnOptions,
         local: Option<&mut FreeCache>,
     ) -> Result<&Slot<P>, SpawnError<P>> {
         if self.core.phase() != phase::RUNNING {
@@ -106,6 +109,19 @@ impl<P: Process> Shared<P> {
         }
         if let Some(why) = options.refused() {
             return Err(SpawnError::InvalidOptions(process, why));
+        }
+        let name = options.take_name();
+        if let Some(name) = &name {
+            // A first look, so that a process refused for its name is not
+            // initialised; `register` below decides.
+            if let Some(holder) = self.whereis(name) {
+                let name = name.clone();
+                return Err(SpawnError::NameTaken {
+                    process,
+                    name,
+                    holder,
+                });
+            }
         }
         // A first, cheap look, so that a process we would refuse is not
         // initialised; `insert` enforces the limit exactly.
@@ -144,6 +160,21 @@ impl<P: Process> Shared<P> {
         if !self.core.phase.admits() {
             let process = self.withdraw(slot).expect("a created process has its body");
             return Err(SpawnError::ShuttingDown(process));
+        }
+        if let Some(name) = name {
+            // Before the process is queued: nothing can end it meanwhile
+            // but a withdrawal, so the name is its from its first step.
+            if let Err(refused) = self.register(name, slot.pid()) {
+                let process = self.withdraw(slot).expect("a created process has its body");
+                return Err(match refused {
+                    RegisterError::NameTaken { name, holder } => SpawnError::NameTaken {
+                        process,
+                        name,
+                        holder,
+                    },
+                    _ => SpawnError::ShuttingDown(process),
+                });
+            }
         }
         Ok(slot)
     }
@@ -278,6 +309,23 @@ impl<P: Process> Drop for Shared<P> {
         // Timers still pending (`shutdown` closes the wheels; this covers a
         // shutdown that left a stuck worker): their messages are reported.
         self.close_timers();
+    }
+}
+
+impl<P: Process> Shared<P> {
+    /// The process registered as `name`, if any.
+    pub(crate) fn whereis(&self, name: &str) -> Option<Pid> {
+        self.registry.lock().by_name.get(name).copied()
+    }
+}
+
+impl<P: Process> Names for LocalSpawner<'_, P> {
+    fn register(&self, name: Name, pid: Pid) -> Result<(), RegisterError> {
+        self.shared.register(name, pid)
+    }
+
+    fn whereis(&self, name: &str) -> Option<Pid> {
+        self.shared.whereis(name)
     }
 }
 

@@ -133,15 +133,18 @@ impl StateWord {
         })
     }
 
-    /// Writes the word without changing it (an AcqRel `fetch_add(0)`): the
-    /// meeting point of a sender waiting for room in a bounded mailbox and
-    /// the holder that releases places (`sched/bound.rs`, `Room`).
-    pub fn touch(&self) {
-        // AcqRel: Release orders the waiter's registration before a holder
-        // RMW that reads this write; Acquire makes a holder RMW this write
-        // reads (with the release of places before it) visible to the
-        // waiter's next attempt.
-        self.0.fetch_add(0, Ordering::AcqRel);
+    /// Writes the word without changing it (an AcqRel `fetch_add(0)`) and
+    /// returns the value it read: the meeting point of a sender waiting for
+    /// room in a bounded mailbox and the holder that releases places
+    /// (`sched/bound.rs`, `Room`), and of a register and the end of its
+    /// process (`sched/registry/README.md`).
+    pub fn touch(&self) -> Snapshot {
+        // AcqRel: Release orders the waiter's registration (a register's
+        // `named` flag) before a holder RMW that reads this write (the
+        // close's `complete`); Acquire makes a holder RMW this write reads
+        // (with the release of places before it) visible to the waiter's
+        // next attempt.
+        Snapshot(self.0.fetch_add(0, Ordering::AcqRel))
     }
 
     /// Delivers a wakeup of `kind` to the process of `generation`, after its

@@ -25,7 +25,7 @@ use crate::mpsc::Mailbox;
 use crate::padded::CachePadded;
 use crate::process::state::{StateWord, LAST_GENERATION};
 use crate::process::{Event, Pid, Process};
-use crate::sync::{AtomicU32, AtomicU64, Ordering, UnsafeCell};
+use crate::sync::{AtomicBool, AtomicU32, AtomicU64, Ordering, UnsafeCell};
 use core::ptr::NonNull;
 
 use crate::sched::bound::Bound;
@@ -87,6 +87,11 @@ pub(crate) struct Slot<P: Process> {
     /// Next free slot index + 1 (0: none); meaningful only while free.
     next_free: AtomicU32,
     index: u32,
+    /// Whether the slot's process may have a registered name
+    /// (`sched/registry/`): written under the registry's lock, read by the
+    /// process's close after its `complete`, so that a process never named
+    /// ends on the path it would take without a registry (one branch).
+    pub(crate) named: AtomicBool,
     pub(crate) body: UnsafeCell<Body<P>>,
     /// The body's monitor and link counts, packed (`links::pack_counts`),
     /// for the process dump: stored Relaxed by the holder when they change,
@@ -120,6 +125,7 @@ impl<P: Process> Slot<P> {
             figures: Figures::new(),
             next_free: AtomicU32::new(0),
             index,
+            named: AtomicBool::new(false),
             link_counts: AtomicU64::new(0),
             timers: TimerCount::new(),
         }

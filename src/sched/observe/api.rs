@@ -97,8 +97,16 @@ impl<P: Process> Scheduler<P> {
                 continue;
             }
             let (monitors, monitored_by, links) = unpack_counts(link_counts);
+            let pid = Pid::new(slot.index(), entry.state.generation());
+            // Relaxed: a figure, as the counts above; `name_of` checks the
+            // pair under the lock against this PID.
+            let name = if slot.named.load(Ordering::Relaxed) {
+                shared.name_of(pid)
+            } else {
+                None
+            };
             dump.push(ProcessInfo {
-                pid: Pid::new(slot.index(), entry.state.generation()),
+                pid,
                 state: entry.state.lifecycle(),
                 steps: entry.steps,
                 last_worker: entry.last_worker.map(|worker| worker % workers),
@@ -108,6 +116,7 @@ impl<P: Process> Scheduler<P> {
                 monitored_by,
                 links,
                 timers: entry.timers,
+                name,
             });
         }
         dump

@@ -5,7 +5,8 @@
 //! for every slot of the process table, its state word, step count,
 //! last worker, the coarse time of its last transition and its pending
 //! timer count (and the monitor and link counts, Relaxed figures that may
-//! lag by a step). It never takes a lock a worker takes and never touches
+//! lag by a step). It never waits for a worker (the one lock it takes, the
+//! registry's, for a named process only, is held only for map operations) and never touches
 //! a process's `Body`, which belongs
 //! to the worker running it. The price is that an entry is not one instant:
 //! its fields are read one after the other while the process moves on.
@@ -35,14 +36,14 @@
 //! holds.
 
 use crate::process::state::Lifecycle;
-use crate::process::Pid;
+use crate::process::{Name, Pid};
 use std::time::Duration;
 
 /// One live process, as seen by [`Scheduler::processes`](crate::sched::Scheduler::processes).
 ///
 /// Non-exhaustive: figures may be added in a minor release, so it is read
 /// field by field, not built or destructured whole outside this crate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ProcessInfo {
     /// Its PID.
@@ -90,4 +91,9 @@ pub struct ProcessInfo {
     /// timeouts, not yet fired nor cancelled (`send_after` messages to it
     /// are not counted). As of its last step.
     pub timers: u32,
+    /// Its registered name, if any
+    /// ([`Scheduler::register`](crate::sched::Scheduler::register)). Read
+    /// under the registry's lock, which a worker takes only to register or
+    /// unregister a name, for named processes only.
+    pub name: Option<Name>,
 }

@@ -74,12 +74,16 @@
 //! `outside` track (`tid` = workers + 1); steps are complete events
 //! (`ph: "X"`, with `dur`) named `step`, everything else instant events
 //! (`ph: "i"`). Timestamps are nanoseconds since the tracer started,
-//! written as microseconds with three decimals.
+//! written as microseconds with three decimals. A step of a process that
+//! was registered under a name while tracing was on carries the name in its
+//! `args` (`"name"`), beside its PID: the tracer keeps each registered
+//! PID's name, at most as many as a ring's capacity.
 
 use crate::padded::CachePadded;
-use crate::process::Pid;
+use crate::process::{Name, Pid};
 use crate::sched::observe::ticks::{Calibration, CalibrationStart, Ticks};
 use crate::sync::{Arc, AtomicBool, Mutex, Ordering};
+use std::collections::HashMap;
 use std::io::{self, Write};
 
 pub(crate) use super::ring::{status, Kind, Ring};
@@ -92,6 +96,8 @@ pub struct Trace {
     outside: Records,
     phases: Vec<(u64, &'static str)>,
     calibration: Calibration,
+    /// Registered names, by raw PID.
+    names: HashMap<u64, Name>,
 }
 
 impl Trace {
@@ -150,7 +156,7 @@ impl Trace {
                     last = last.max(self.calibration.ns(record.extra));
                 }
                 sep(out)?;
-                write_record(out, tid, at, last - at, record)?;
+                write_record(out, tid, at, last - at, record, &self.names)?;
             }
         }
         for &(at, phase) in &self.phases {
@@ -175,13 +181,35 @@ impl core::fmt::Debug for Trace {
     }
 }
 
+/// `,"name":"…"`, the name escaped as a JSON string.
+fn name_arg(name: &Name) -> String {
+    let mut arg = String::from(",\"name\":\"");
+    for c in name.chars() {
+        match c {
+            '"' => arg.push_str("\\\""),
+            '\\' => arg.push_str("\\\\"),
+            c if (c as u32) < 0x20 => arg.push_str(&format!("\\u{:04x}", c as u32)),
+            c => arg.push(c),
+        }
+    }
+    arg.push('"');
+    arg
+}
+
 /// Nanoseconds as the microseconds the format counts in.
 fn micros(ns: u64) -> String {
     format!("{}.{:03}", ns / 1_000, ns % 1_000)
 }
 
 /// Writes `r`, at `at` ns (lasting `dur` ns if a step).
-fn write_record(out: &mut dyn Write, tid: usize, at: u64, dur: u64, r: &Record) -> io::Result<()> {
+fn write_record(
+    out: &mut dyn Write,
+    tid: usize,
+    at: u64,
+    dur: u64,
+    r: &Record,
+    names: &HashMap<u64, Name>,
+) -> io::Result<()> {
     let ts = micros(at);
     let name = r.kind.name();
     let head = format!("\"pid\":1,\"tid\":{tid},\"ts\":{ts}");
@@ -190,10 +218,11 @@ fn write_record(out: &mut dyn Write, tid: usize, at: u64, dur: u64, r: &Record) 
         Kind::Step => write!(
             out,
             "{{\"name\":\"{name}\",\"cat\":\"step\",\"ph\":\"X\",{head},\"dur\":{},\
-             \"args\":{{\"pid\":\"{}\",\"status\":\"{}\"}}}}",
+             \"args\":{{\"pid\":\"{}\",\"status\":\"{}\"{}}}}}",
             micros(dur),
             pid(),
-            status::name(r.b)
+            status::name(r.b),
+            names.get(&r.a).map(name_arg).unwrap_or_default()
         ),
         Kind::Steal => write!(
             out,
@@ -254,6 +283,8 @@ pub(crate) struct Tracing {
     /// Events of threads that are not workers.
     outside: Mutex<Option<Records>>,
     phases: Mutex<Vec<(u64, &'static str)>>,
+    /// Registered names, by raw PID (at most `capacity`).
+    names: Mutex<HashMap<u64, Name>>,
 }
 
 impl Tracing {
@@ -267,6 +298,7 @@ impl Tracing {
             rings: Mutex::new((0..workers).map(|_| None).collect()),
             outside: Mutex::new(Some(Records::new(capacity))),
             phases: Mutex::new(Vec::new()),
+            names: Mutex::new(HashMap::new()),
         }
     }
 
@@ -313,6 +345,19 @@ impl Tracing {
         phases.push((self.clock.now(), phase));
     }
 
+    /// Records that `pid` was registered as `name`, if recording is on and
+    /// fewer than a ring's capacity of names are kept.
+    pub(crate) fn name(&self, pid: Pid, name: &Name) {
+        // Relaxed: see `Ring::on`.
+        if !self.enabled.load(Ordering::Relaxed) {
+            return;
+        }
+        let mut names = self.names.lock().unwrap_or_else(|e| e.into_inner());
+        if names.len() < self.capacity {
+            names.insert(pid.into_raw(), name.clone());
+        }
+    }
+
     /// The trace, once every worker has left its ring; takes it.
     pub(crate) fn take(&self) -> Option<Trace> {
         let mut rings = self.rings.lock().unwrap_or_else(|e| e.into_inner());
@@ -331,6 +376,7 @@ impl Tracing {
             outside,
             phases,
             calibration: self.calibration.finish(),
+            names: core::mem::take(&mut *self.names.lock().unwrap_or_else(|e| e.into_inner())),
         })
     }
 }
