@@ -163,7 +163,7 @@ impl Bound {
 }
 
 /// Outside senders waiting for room in a full mailbox
-/// (`Scheduler::send_timeout`), and the holders that wake them.
+/// (`Scheduler::blocking_send_timeout`), and the holders that wake them.
 ///
 /// One for the whole scheduler: waiting is rare (a sender that would rather
 /// wait than handle `Full`), so a holder that released places pays one

@@ -29,7 +29,7 @@
 //!   ones poll [`StepOutput::should_yield`](crate::process::StepOutput::should_yield).
 //!
 //! Every method that takes a timeout (`recv_timeout`, `call`,
-//! `send_timeout`, `join_timeout`, `join_next_timeout`, `shutdown`, and
+//! `blocking_send_timeout`, `join_timeout`, `blocking_join_next_timeout`, `shutdown`, and
 //! the blocking pool's keep-alive) takes any `Duration`: one too large to
 //! add to the clock, `Duration::MAX` among them, waits for ever in practice
 //! (a century), as `std`'s own `recv_timeout` does; none panics.
