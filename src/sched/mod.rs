@@ -86,7 +86,7 @@ pub use observe::dump::ProcessInfo;
 #[cfg(not(loom))]
 pub use outside::join::JoinHandle;
 #[cfg(not(loom))]
-pub use outside::join_set::{JoinSet, Joined};
+pub use outside::join_set::{JoinNext, JoinSet};
 
 #[cfg(not(loom))]
 pub use observe::monitor::{LongStep, DEFAULT_LONG_STEP_THRESHOLD};
@@ -95,7 +95,7 @@ pub use observe::stats::{BlockingStats, Stats, TimerStats, WorkerStats};
 #[cfg(not(loom))]
 pub use observe::trace::Trace;
 #[cfg(not(loom))]
-pub use outside::{CallError, Receiver, Recv};
+pub use outside::{Call, CallError, Receiver, Recv, SendAsync};
 #[cfg(not(loom))]
 pub use scheduler::Scheduler;
 #[cfg(not(loom))]

@@ -23,10 +23,15 @@
 //! receiver; a `recv` then returns what was forwarded, then
 //! [`RecvError`]. `on_complete` is not called for receivers.
 
+mod call;
 mod inbox;
 pub(crate) mod join;
 pub(crate) mod join_set;
+pub(crate) mod on_worker;
 mod receiver;
+mod send;
 
 pub(crate) use inbox::Inbox;
-pub use receiver::{CallError, Receiver, Recv};
+pub use call::{Call, CallError};
+pub use receiver::{Receiver, Recv};
+pub use send::SendAsync;
