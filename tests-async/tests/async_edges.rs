@@ -161,15 +161,15 @@ both_runtimes! {
 async fn call_reply() {
     let s = scheduler(0);
     let server = s.submit(Server(Arc::default()), "", ()).unwrap();
+    let before = s.live();
     for n in 0..100 {
         let reply = s.call(server, |me| Msg::Ask(me, n)).await;
         assert_eq!(reply, Ok(Msg::Answer(2 * n)));
     }
-    let before = s.live();
     let s2 = Arc::clone(&s);
     let task = tokio::spawn(async move { s2.call(server, |me| Msg::Ask(me, 21)).await });
     assert_eq!(task.await.unwrap(), Ok(Msg::Answer(42)));
-    until("the call's receiver ends", || s.live() == before).await;
+    until("the calls' receivers end", || s.live() == before).await;
     assert_eq!(s.shutdown(GUARD).stuck, 0);
 }
 
