@@ -476,7 +476,9 @@ fn join_timeouts_of_zero_hand_back_or_return_at_once() {
         p.join_timeout(Duration::ZERO).ok().map(Result::unwrap),
         Some(1)
     );
-    let (pid, outcome) = set.blocking_join_next_timeout(Duration::ZERO).expect("it ended");
+    let (pid, outcome) = set
+        .blocking_join_next_timeout(Duration::ZERO)
+        .expect("it ended");
     assert_eq!((pid, outcome.unwrap()), (q, 2));
     assert!(set.blocking_join_next_timeout(Duration::ZERO).is_none());
     s.shutdown(Duration::from_secs(1));

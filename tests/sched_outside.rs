@@ -217,7 +217,8 @@ fn call_gets_the_reply_and_hands_back_a_refused_request() {
     let scheduler = Scheduler::builder().workers(2).build().unwrap();
     let server = scheduler.submit(Server, "serve", 0).unwrap();
     for n in 0..if cfg!(miri) { 20 } else { 100 } {
-        let reply = scheduler.blocking_call(server, |me| Msg::Double { to: me, n }, common::ms(60_000));
+        let reply =
+            scheduler.blocking_call(server, |me| Msg::Double { to: me, n }, common::ms(60_000));
         assert_eq!(reply, Ok(Msg::Value(2 * n)));
     }
     // No reply: a Value is ignored by the server.
@@ -225,7 +226,8 @@ fn call_gets_the_reply_and_hands_back_a_refused_request() {
     assert_eq!(silent, Err(CallError::TimedOut));
     scheduler.send(server, Msg::Stop).unwrap();
     common::wait_until("the server to end", || scheduler.live() == 0);
-    let refused = scheduler.blocking_call(server, |me| Msg::Double { to: me, n: 1 }, common::ms(10));
+    let refused =
+        scheduler.blocking_call(server, |me| Msg::Double { to: me, n: 1 }, common::ms(10));
     match refused {
         Err(CallError::Send(SendError::Finished(request))) => {
             assert!(matches!(request, Msg::Double { n: 1, .. }))
@@ -324,7 +326,11 @@ fn a_join_set_gives_every_outcome_of_100k_processes() {
     }
     assert_eq!(count, SET);
     assert!(set.is_empty());
-    assert_eq!(set.blocking_join_next(), None, "an empty set does not block");
+    assert_eq!(
+        set.blocking_join_next(),
+        None,
+        "an empty set does not block"
+    );
     assert!(!scheduler.shutdown(common::ms(5_000)).timed_out);
 }
 

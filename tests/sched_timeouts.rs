@@ -134,7 +134,10 @@ fn recv_timeout_of_duration_max_waits_for_the_message() {
 fn call_with_duration_max_returns_the_reply() {
     let s = scheduler(&open(), None);
     let echo = s.submit(Echo, "", ()).expect("submitted");
-    assert_eq!(s.blocking_call(echo, |me| Msg::Ask(me, 5), MAX), Ok(Msg::Answer(5)));
+    assert_eq!(
+        s.blocking_call(echo, |me| Msg::Ask(me, 5), MAX),
+        Ok(Msg::Answer(5))
+    );
 }
 
 #[test]
@@ -187,7 +190,8 @@ fn send_timeout_of_duration_max_waits_for_room() {
         gate.store(true, Ordering::Release);
         assert_eq!(sender.join().expect("no panic"), Ok(()));
     });
-    s.blocking_send_timeout(pid, Msg::Stop, GUARD).expect("room again");
+    s.blocking_send_timeout(pid, Msg::Stop, GUARD)
+        .expect("room again");
     assert_eq!(blocked.join_timeout(GUARD).ok(), Some(Ok(0)));
 }
 

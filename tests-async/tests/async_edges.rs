@@ -64,7 +64,11 @@ impl Process for Server {
         Ok(())
     }
 
-    fn step(&mut self, events: &mut Vec<Event<Self>>, out: &mut StepOutput<'_, Self>) -> Result<(), ()> {
+    fn step(
+        &mut self,
+        events: &mut Vec<Event<Self>>,
+        out: &mut StepOutput<'_, Self>,
+    ) -> Result<(), ()> {
         out.set_status(Status::Idle);
         for event in events.drain(..) {
             let message = match event {
@@ -118,9 +122,15 @@ async fn until(what: &str, mut done: impl FnMut() -> bool) {
 async fn held_and_full(s: &Scheduler<Server>, board: &Arc<Board>) -> Pid {
     let pid = s.submit(Server(Arc::clone(board)), "", ()).unwrap();
     s.send(pid, Msg::Hold).unwrap();
-    until("the hold's step runs", || board.holding.load(Ordering::SeqCst)).await;
+    until("the hold's step runs", || {
+        board.holding.load(Ordering::SeqCst)
+    })
+    .await;
     s.send(pid, Msg::Note(0, 0)).expect("the one place");
-    assert!(matches!(s.send(pid, Msg::Note(0, 1)), Err(SendError::Full(_))));
+    assert!(matches!(
+        s.send(pid, Msg::Note(0, 1)),
+        Err(SendError::Full(_))
+    ));
     pid
 }
 
@@ -178,13 +188,14 @@ async fn call_dropped() {
     let board = Arc::new(Board::default());
     let server = s.submit(Server(Arc::clone(&board)), "", ()).unwrap();
     let before = s.live();
-    let timed_out = tokio::time::timeout(
-        Duration::from_millis(10),
-        s.call(server, |_| Msg::Silent),
-    )
-    .await;
+    let timed_out =
+        tokio::time::timeout(Duration::from_millis(10), s.call(server, |_| Msg::Silent)).await;
     assert!(timed_out.is_err(), "a silent server replied");
-    assert_eq!(board.silent.load(Ordering::SeqCst), 1, "the request was sent");
+    assert_eq!(
+        board.silent.load(Ordering::SeqCst),
+        1,
+        "the request was sent"
+    );
     until("the dropped call's receiver ends", || s.live() == before).await;
     assert_eq!(s.shutdown(GUARD).stuck, 0);
 }
@@ -195,7 +206,10 @@ async fn call_shutdown() {
     let server = s.submit(Server(Arc::clone(&board)), "", ()).unwrap();
     let s2 = Arc::clone(&s);
     let task = tokio::spawn(async move { s2.call(server, |_| Msg::Silent).await });
-    until("the request arrives", || board.silent.load(Ordering::SeqCst) == 1).await;
+    until("the request arrives", || {
+        board.silent.load(Ordering::SeqCst) == 1
+    })
+    .await;
     let report = tokio::task::spawn_blocking({
         let s = Arc::clone(&s);
         move || s.shutdown(GUARD)
@@ -203,7 +217,9 @@ async fn call_shutdown() {
     .await
     .unwrap();
     assert_eq!(report.stuck, 0, "{report:?}");
-    let ended = tokio::time::timeout(GUARD, task).await.expect("the call ended");
+    let ended = tokio::time::timeout(GUARD, task)
+        .await
+        .expect("the call ended");
     assert_eq!(ended.unwrap(), Err(CallError::ShutDown));
 }
 
@@ -232,7 +248,9 @@ async fn send_drains() {
     let early = tokio::time::timeout(Duration::from_millis(20), &mut sending).await;
     assert!(early.is_err(), "completed while the mailbox was full");
     board.gate.store(true, Ordering::SeqCst);
-    let sent = tokio::time::timeout(GUARD, sending).await.expect("woken by the drain");
+    let sent = tokio::time::timeout(GUARD, sending)
+        .await
+        .expect("woken by the drain");
     assert_eq!(sent.unwrap(), Ok(()));
     s.send_async(pid, Msg::Stop).await.unwrap();
     assert_eq!(s.shutdown(GUARD).stuck, 0);
@@ -244,28 +262,46 @@ async fn send_many() {
     const EACH: u32 = if cfg!(miri) { 5 } else { 300 };
     let s = scheduler(1);
     let board = Arc::new(Board::default());
-    let sink = s.submit_joinable(Server(Arc::clone(&board)), "", ()).unwrap();
+    let sink = s
+        .submit_joinable(Server(Arc::clone(&board)), "", ())
+        .unwrap();
     let pid = sink.pid();
     let senders: Vec<_> = (0..SENDERS)
         .map(|from| {
             let s = Arc::clone(&s);
             tokio::spawn(async move {
                 for n in 0..EACH {
-                    s.send_async(pid, Msg::Note(from, n)).await.expect("room comes");
+                    s.send_async(pid, Msg::Note(from, n))
+                        .await
+                        .expect("room comes");
                 }
             })
         })
         .collect();
     for sender in senders {
-        tokio::time::timeout(GUARD, sender).await.expect("every send completes").unwrap();
+        tokio::time::timeout(GUARD, sender)
+            .await
+            .expect("every send completes")
+            .unwrap();
     }
     s.send_async(pid, Msg::Stop).await.unwrap();
-    assert_eq!(tokio::time::timeout(GUARD, sink).await.expect("it ends"), Ok(()));
+    assert_eq!(
+        tokio::time::timeout(GUARD, sink).await.expect("it ends"),
+        Ok(())
+    );
     let notes = board.notes.lock().unwrap();
     assert_eq!(notes.len(), (SENDERS * EACH) as usize, "each exactly once");
     for from in 0..SENDERS {
-        let mine: Vec<u32> = notes.iter().filter(|(f, _)| *f == from).map(|(_, n)| *n).collect();
-        assert_eq!(mine, (0..EACH).collect::<Vec<_>>(), "sender {from} out of order");
+        let mine: Vec<u32> = notes
+            .iter()
+            .filter(|(f, _)| *f == from)
+            .map(|(_, n)| *n)
+            .collect();
+        assert_eq!(
+            mine,
+            (0..EACH).collect::<Vec<_>>(),
+            "sender {from} out of order"
+        );
     }
 }
 
@@ -290,11 +326,16 @@ async fn join_order() {
     let mut set = JoinSet::new();
     assert!(set.join_next().await.is_none(), "an empty set");
     let pids: Vec<Pid> = (0..3)
-        .map(|_| s.submit_into(&mut set, Server(Arc::default()), "", ()).unwrap())
+        .map(|_| {
+            s.submit_into(&mut set, Server(Arc::default()), "", ())
+                .unwrap()
+        })
         .collect();
     for i in [2, 0, 1] {
         s.send(pids[i], Msg::Stop).unwrap();
-        let next = tokio::time::timeout(GUARD, set.join_next()).await.expect("it ended");
+        let next = tokio::time::timeout(GUARD, set.join_next())
+            .await
+            .expect("it ended");
         let (pid, outcome) = next.expect("one left");
         assert_eq!((pid, outcome), (pids[i], Ok(())));
     }
@@ -305,14 +346,18 @@ async fn join_order() {
 async fn join_dropped() {
     let s = scheduler(0);
     let mut set = JoinSet::new();
-    let pid = s.submit_into(&mut set, Server(Arc::default()), "", ()).unwrap();
+    let pid = s
+        .submit_into(&mut set, Server(Arc::default()), "", ())
+        .unwrap();
     tokio::select! {
         _ = set.join_next() => panic!("joined a running process"),
         _ = tokio::time::sleep(Duration::from_millis(10)) => {}
     }
     assert_eq!(set.len(), 1, "the dropped future took nothing");
     s.send(pid, Msg::Stop).unwrap();
-    let next = tokio::time::timeout(GUARD, set.join_next()).await.expect("it ended");
+    let next = tokio::time::timeout(GUARD, set.join_next())
+        .await
+        .expect("it ended");
     assert_eq!(next, Some((pid, Ok(()))));
 }
 

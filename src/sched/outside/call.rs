@@ -114,7 +114,10 @@ impl<P: Process> Scheduler<P> {
         request: impl FnOnce(Pid) -> P::Message,
         timeout: Duration,
     ) -> Result<P::Message, CallError<P::Message>> {
-        refuse_blocking("Scheduler::blocking_call", "await `Scheduler::call` instead");
+        refuse_blocking(
+            "Scheduler::blocking_call",
+            "await `Scheduler::call` instead",
+        );
         let receiver = self.mailbox().map_err(CallError::Refused)?;
         self.send(to, request(receiver.pid()))
             .map_err(CallError::Send)?;

@@ -179,7 +179,10 @@ impl<P: Process> JoinSet<P> {
     /// pool ([`blocking_handler`](crate::sched::Builder::blocking_handler))
     /// may call it; [`try_join_next`](JoinSet::try_join_next) never blocks.
     pub fn blocking_join_next(&mut self) -> Option<(Pid, Outcome<P>)> {
-        refuse_blocking("JoinSet::blocking_join_next", "await `JoinSet::join_next` instead");
+        refuse_blocking(
+            "JoinSet::blocking_join_next",
+            "await `JoinSet::join_next` instead",
+        );
         if self.pending == 0 {
             return None;
         }

@@ -31,7 +31,7 @@ pub(crate) mod on_worker;
 mod receiver;
 mod send;
 
-pub(crate) use inbox::Inbox;
 pub use call::{Call, CallError};
+pub(crate) use inbox::Inbox;
 pub use receiver::{Receiver, Recv};
 pub use send::SendAsync;

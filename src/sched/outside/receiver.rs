@@ -2,10 +2,12 @@
 //! the receiver's first step.
 
 use super::inbox::Inbox;
+use super::on_worker::refuse_blocking;
 use crate::process::state::{AfterStep, Park, Start};
 use crate::process::{Pid, Process};
 use crate::sched::core::table::{Occupant, Slot, Task};
-use super::on_worker::refuse_blocking;
+#[cfg(doc)]
+use crate::sched::error::SendError;
 use crate::sched::error::SpawnRefused;
 use crate::sched::shared::{phase, Shared};
 use crate::sched::Scheduler;
@@ -15,8 +17,6 @@ use core::future::Future;
 use core::pin::Pin;
 use core::task::{Context, Poll};
 use std::sync::mpsc::{RecvError, RecvTimeoutError, TryRecvError};
-#[cfg(doc)]
-use crate::sched::error::SendError;
 use std::time::{Duration, Instant};
 
 /// The receiving end of an outside mailbox, made by

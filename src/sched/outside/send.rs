@@ -86,7 +86,6 @@ impl<P: Process> Scheduler<P> {
         })
     }
 
-
     /// [`send`](Scheduler::send), waiting for room if the process's mailbox
     /// is bounded and full: the future of a send that waits (flume's
     /// `send_async`; tokio's bounded `Sender::send(..).await`). The task is
@@ -196,7 +195,9 @@ impl<P: Process> Future for SendAsync<'_, P> {
         let (scheduler, to) = (*scheduler, *to);
         if ticket.is_none() {
             // First poll: the fast path, without the room's lock.
-            let m = message.take().expect("`SendAsync` polled after it completed");
+            let m = message
+                .take()
+                .expect("`SendAsync` polled after it completed");
             match scheduler.send(to, m) {
                 Err(SendError::Full(m)) => *message = Some(m),
                 done => return Poll::Ready(done),
