@@ -262,7 +262,6 @@ fn every_blocking_wait_panics_on_a_worker_thread_and_the_worker_goes_on() {
             .unwrap();
         let said = handle
             .join_timeout(GUARD)
-            .ok()
             .expect("the worker went on")
             .unwrap();
         assert!(said.contains(REFUSED), "{wait:?}: {said}");
@@ -285,7 +284,7 @@ fn a_blocking_wait_refused_in_a_step_fails_only_that_process() {
             Try::Uncaught(Wait::BlockingCall),
         )
         .unwrap();
-    match failed.join_timeout(GUARD).ok().expect("it ended") {
+    match failed.join_timeout(GUARD).expect("it ended") {
         Err(ProcessError::Panicked(text)) => assert!(text.contains(REFUSED), "{text}"),
         other => panic!("not failed by the refusal: {other:?}"),
     }
@@ -298,7 +297,6 @@ fn a_blocking_wait_refused_in_a_step_fails_only_that_process() {
         .unwrap();
     assert!(next
         .join_timeout(GUARD)
-        .ok()
         .expect("the worker went on")
         .unwrap()
         .contains(REFUSED));
@@ -316,7 +314,7 @@ fn a_handler_is_refused_a_blocking_wait_but_a_blocking_handler_may_block() {
         .submit_joinable(Blocker::new(&peers, peer), "", Try::Command("inline"))
         .unwrap();
     // An inline handler's panic fails the process that yielded the command.
-    let said = match inline.join_timeout(GUARD).ok().expect("it ended") {
+    let said = match inline.join_timeout(GUARD).expect("it ended") {
         Err(ProcessError::Panicked(text)) => text,
         other => panic!("not refused: {other:?}"),
     };
@@ -326,7 +324,7 @@ fn a_handler_is_refused_a_blocking_wait_but_a_blocking_handler_may_block() {
         .submit_joinable(Blocker::new(&peers, peer), "", Try::Command("pool"))
         .unwrap();
     assert_eq!(
-        pool.join_timeout(GUARD).ok().expect("it ended"),
+        pool.join_timeout(GUARD).expect("it ended"),
         Ok("answer 7".to_owned())
     );
     assert_eq!(blockers.shutdown(GUARD).stuck, 0);
