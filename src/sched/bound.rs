@@ -247,7 +247,9 @@ impl Room {
         // Woken after the lock is released: a task may run at once, and
         // poll again, which takes the lock.
         for (_, waker) in wakers {
-            crate::sched::outside::join::wake_contained(waker);
+            // A waker is the embedder's executor code: a panic in it must
+            // not take the worker down (as `outside::join::wake_contained`).
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| waker.wake()));
         }
     }
 
