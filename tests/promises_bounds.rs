@@ -4,8 +4,8 @@
 //! clear error; none may panic a worker, hang a join or a shutdown, or lose
 //! what it was given.
 //!
-//! `Duration::MAX` timeouts (`recv_timeout`, `call`, `send_timeout`,
-//! `shutdown`, `join_timeout`, `join_next_timeout`) wait as long as it
+//! `Duration::MAX` timeouts (`recv_timeout`, `call`, `blocking_send_timeout`,
+//! `shutdown`, `join_timeout`, `blocking_join_next_timeout`) wait as long as it
 //! takes: a deadline computed as `Instant::now() + timeout` would overflow
 //! and panic, so none is.
 //!
@@ -262,7 +262,7 @@ fn pids_from_any_raw_value_are_refused_when_they_name_no_process() {
         // (Not <0.0>: `call`'s own receiver takes that slot of a fresh
         // scheduler, so the PID names it.)
         if raw != 0 {
-            let call = s.call(pid, |_| Msg::Note(raw), Duration::from_secs(60));
+            let call = s.blocking_call(pid, |_| Msg::Note(raw), Duration::from_secs(60));
             assert!(matches!(call, Err(CallError::Send(_))), "call({pid})");
         }
     }
@@ -329,7 +329,7 @@ fn send_after_max_goes_to_on_undelivered_at_shutdown() {
     assert_eq!(*undelivered.lock().unwrap(), [(p, "note 2".to_owned())]);
 }
 
-// ---- Outside timeouts: recv_timeout, send_timeout, call ----
+// ---- Outside timeouts: recv_timeout, blocking_send_timeout, call ----
 
 /// "As [`recv`], waiting at most `timeout`. [`RecvTimeoutError::Timeout`] if
 /// nothing came in time" (src/sched/outside/receiver.rs:199), at zero: it does not
@@ -397,12 +397,12 @@ fn a_full_mailbox(s: &Scheduler<Script>, log: &Log) -> Pid {
 fn send_timeout_zero_on_a_full_mailbox_hands_the_message_back() {
     let (s, log) = one_worker();
     let p = a_full_mailbox(&s, &log);
-    let refused = s.send_timeout(p, Msg::Note(2), Duration::ZERO);
+    let refused = s.blocking_send_timeout(p, Msg::Note(2), Duration::ZERO);
     assert!(matches!(refused, Err(SendError::Full(Msg::Note(2)))));
     s.shutdown(Duration::from_secs(1));
 }
 
-/// `send_timeout(Duration::MAX)` waits for room as long as it takes
+/// `blocking_send_timeout(Duration::MAX)` waits for room as long as it takes
 /// (no deadline overflows): here the process is terminated, which frees its
 /// mailbox,
 /// and the sender learns of the end.
@@ -413,7 +413,7 @@ fn send_timeout_max_waits_for_room() {
     let sender = Arc::clone(&s);
     let (tx, rx) = mpsc::channel();
     thread::spawn(move || {
-        let sent = sender.send_timeout(p, Msg::Note(2), Duration::MAX);
+        let sent = sender.blocking_send_timeout(p, Msg::Note(2), Duration::MAX);
         let _ = tx.send(matches!(
             sent,
             Ok(()) | Err(SendError::Finished(Msg::Note(2)))
@@ -423,7 +423,7 @@ fn send_timeout_max_waits_for_room() {
     thread::sleep(Duration::from_millis(10));
     s.terminate(p).unwrap();
     let sent = rx.recv_timeout(common::ms(60_000));
-    assert_eq!(sent, Ok(true), "send_timeout(MAX) did not return");
+    assert_eq!(sent, Ok(true), "blocking_send_timeout(MAX) did not return");
     s.shutdown(Duration::from_secs(1));
 }
 
@@ -433,7 +433,7 @@ fn send_timeout_max_waits_for_room() {
 fn call_zero_times_out() {
     let (s, log) = one_worker();
     let server = s.submit(Script(log), "run", ()).unwrap();
-    let call = s.call(server, |_| Msg::Note(1), Duration::ZERO);
+    let call = s.blocking_call(server, |_| Msg::Note(1), Duration::ZERO);
     assert!(matches!(call, Err(CallError::TimedOut)));
     s.shutdown(Duration::from_secs(1));
 }
@@ -447,7 +447,7 @@ fn call_max_waits_for_the_reply() {
     let reply = guarded("call(MAX)", move || {
         let request = |me: Pid| op(move |out| out.send(me, Msg::Note(7)));
         matches!(
-            caller.call(server, request, Duration::MAX),
+            caller.blocking_call(server, request, Duration::MAX),
             Ok(Msg::Note(7))
         )
     });
@@ -467,7 +467,7 @@ fn join_timeouts_of_zero_hand_back_or_return_at_once() {
     let p = p.join_timeout(Duration::ZERO).expect_err("still running");
     let mut set = JoinSet::new();
     let q = s.submit_into(&mut set, Script(log), "run", ()).unwrap();
-    assert!(set.join_next_timeout(Duration::ZERO).is_none());
+    assert!(set.blocking_join_next_timeout(Duration::ZERO).is_none());
     assert!(!set.is_empty(), "not taken: it is still running");
     s.send(p.pid(), op(|out| out.done(1))).unwrap();
     s.send(q, op(|out| out.done(2))).unwrap();
@@ -476,9 +476,11 @@ fn join_timeouts_of_zero_hand_back_or_return_at_once() {
         p.join_timeout(Duration::ZERO).ok().map(Result::unwrap),
         Some(1)
     );
-    let (pid, outcome) = set.join_next_timeout(Duration::ZERO).expect("it ended");
+    let (pid, outcome) = set
+        .blocking_join_next_timeout(Duration::ZERO)
+        .expect("it ended");
     assert_eq!((pid, outcome.unwrap()), (q, 2));
-    assert!(set.join_next_timeout(Duration::ZERO).is_none());
+    assert!(set.blocking_join_next_timeout(Duration::ZERO).is_none());
     s.shutdown(Duration::from_secs(1));
 }
 
@@ -496,7 +498,7 @@ fn join_timeout_max_waits_for_the_end() {
     s.shutdown(Duration::from_secs(1));
 }
 
-/// `join_next_timeout(Duration::MAX)` waits for the end (no deadline
+/// `blocking_join_next_timeout(Duration::MAX)` waits for the end (no deadline
 /// overflows).
 #[test]
 fn join_next_timeout_max_waits_for_the_end() {
@@ -504,8 +506,8 @@ fn join_next_timeout_max_waits_for_the_end() {
     let mut set = JoinSet::new();
     let q = s.submit_into(&mut set, Script(log), "run", ()).unwrap();
     s.send(q, op(|out| out.done(2))).unwrap();
-    let next = guarded("join_next_timeout(MAX)", move || {
-        set.join_next_timeout(Duration::MAX)
+    let next = guarded("blocking_join_next_timeout(MAX)", move || {
+        set.blocking_join_next_timeout(Duration::MAX)
             .map(|(pid, o)| (pid, o.unwrap()))
     });
     assert_eq!(next.unwrap(), Some((q, 2)));

@@ -189,7 +189,7 @@ fn a_message_sent_after_zero_arrives_and_after_max_goes_to_on_undelivered_at_shu
 
 /// The outside timeouts at zero ("looks once without waiting", "tries
 /// once") and at `Duration::MAX` ("waits as [the untimed call] does"):
-/// `join_timeout`, `join_next_timeout`, `recv_timeout`, `send_timeout`
+/// `join_timeout`, `blocking_join_next_timeout`, `recv_timeout`, `blocking_send_timeout`
 /// and `shutdown`.
 #[test]
 fn outside_timeouts_of_zero_look_once_and_of_max_wait_like_the_untimed_call() {
@@ -208,7 +208,7 @@ fn outside_timeouts_of_zero_look_once_and_of_max_wait_like_the_untimed_call() {
     stepped(&s, held.pid()); // waiting now: messages stay queued
     s.send(held.pid(), "fills the mailbox").unwrap();
     assert!(matches!(
-        s.send_timeout(held.pid(), "no room", Duration::ZERO),
+        s.blocking_send_timeout(held.pid(), "no room", Duration::ZERO),
         Err(SendError::Full("no room"))
     ));
     let held = held.join_timeout(Duration::ZERO).unwrap_err();
@@ -217,7 +217,7 @@ fn outside_timeouts_of_zero_look_once_and_of_max_wait_like_the_untimed_call() {
     let pid = s
         .submit_into(&mut set, Timed(Some(Plan::Wait)), "", ())
         .unwrap();
-    assert!(set.join_next_timeout(Duration::ZERO).is_none());
+    assert!(set.blocking_join_next_timeout(Duration::ZERO).is_none());
     let inbox = s.mailbox().unwrap();
     assert_eq!(
         inbox.recv_timeout(Duration::ZERO),
@@ -233,7 +233,7 @@ fn outside_timeouts_of_zero_look_once_and_of_max_wait_like_the_untimed_call() {
         sender.send(pid, "to the set").unwrap();
     });
     assert_eq!(inbox.recv_timeout(Duration::MAX), Ok("to the receiver"));
-    let (ended, outcome) = set.join_next_timeout(Duration::MAX).unwrap();
+    let (ended, outcome) = set.blocking_join_next_timeout(Duration::MAX).unwrap();
     assert_eq!((ended, outcome.as_deref()), (pid, Ok("to the set")));
     feeder.join().unwrap();
     drop(inbox);

@@ -164,7 +164,7 @@ fn an_empty_join_set_answers_none_at_once() {
     let mut cx = Context::from_waker(&waker);
     assert!(matches!(set.poll_join_next(&mut cx), Poll::Ready(None)));
     let (set, next) = guarded("join_next on an empty set", move || {
-        let next = set.join_next().map(|(pid, _)| pid);
+        let next = set.blocking_join_next().map(|(pid, _)| pid);
         (set, next)
     })
     .unwrap();
@@ -181,7 +181,7 @@ fn an_empty_join_set_answers_none_at_once() {
     assert_eq!((ended, outcome.unwrap().0), (pid, 2));
     assert_eq!((set.len(), set.is_empty()), (0, true));
     let (_, next) = guarded("join_next on a set emptied by taking", move || {
-        let next = set.join_next().map(|(pid, _)| pid);
+        let next = set.blocking_join_next().map(|(pid, _)| pid);
         (set, next)
     })
     .unwrap();

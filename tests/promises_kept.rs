@@ -385,7 +385,7 @@ fn mailbox_and_call_at_the_process_limit_are_refused() {
         .unwrap();
     let p = s.submit_joinable(Script::new(&log), "run", ()).unwrap();
     assert!(matches!(s.mailbox(), Err(SpawnRefused::AtCapacity)));
-    let call = s.call(p.pid(), |_| Msg::Note(1), Duration::from_secs(60));
+    let call = s.blocking_call(p.pid(), |_| Msg::Note(1), Duration::from_secs(60));
     assert!(matches!(
         call,
         Err(CallError::Refused(SpawnRefused::AtCapacity))
@@ -424,10 +424,10 @@ fn a_process_refused_by_submit_into_is_not_added_to_the_set() {
         .is_err());
     assert_eq!(set.len(), 1, "only the process that runs");
     s.send(first, op(|out| out.done(Token(3, None)))).unwrap();
-    let (pid, outcome) = set.join_next_timeout(common::ms(60_000)).unwrap();
+    let (pid, outcome) = set.blocking_join_next_timeout(common::ms(60_000)).unwrap();
     assert_eq!((pid, outcome.unwrap().0), (first, 3));
     assert!(set.is_empty(), "nothing more to wait for");
-    assert!(set.join_next_timeout(common::ms(60_000)).is_none());
+    assert!(set.blocking_join_next_timeout(common::ms(60_000)).is_none());
     s.shutdown(Duration::from_secs(1));
 }
 
@@ -536,7 +536,7 @@ fn a_call_waiting_when_the_scheduler_shuts_down_is_told_so() {
     // shutdown's cancel.
     let server = s.submit(Script::new(&log), "run", ()).unwrap();
     thread::scope(|scope| {
-        let call = scope.spawn(|| s.call(server, |_| Msg::Note(1), common::ms(60_000)));
+        let call = scope.spawn(|| s.blocking_call(server, |_| Msg::Note(1), common::ms(60_000)));
         wait_until("the request", || log.of(server) == ["note 1"]);
         s.shutdown(common::ms(60_000));
         assert!(matches!(call.join().unwrap(), Err(CallError::ShutDown)));

@@ -2,7 +2,7 @@
 //! an outside sender (retrying on `Full`) and by processes (retrying on
 //! `Event::Refused`) receives every accepted message exactly once and in
 //! each sender's order, and every refused one went back to its sender;
-//! `send_timeout` parks until a drain makes room, or hands the message
+//! `blocking_send_timeout` parks until a drain makes room, or hands the message
 //! back, or learns at once that the process ended; completions, cancels and
 //! terminates are never refused; a process closed with messages queued
 //! gives their places back to its slot; per-process options override the
@@ -317,7 +317,7 @@ fn a_flooded_bounded_mailbox_loses_nothing_and_refuses_back_to_the_sender() {
     // taken. The last word waits for room like any outside send may.
     let expected = accepted + 2 * FROM_STEPS;
     scheduler
-        .send_timeout(to, (CONTROL, expected), common::ms(60_000))
+        .blocking_send_timeout(to, (CONTROL, expected), common::ms(60_000))
         .unwrap();
     assert_eq!(
         sink.join(),
@@ -363,7 +363,7 @@ fn send_timeout_waits_for_a_drain_or_hands_the_message_back() {
         Err(SendError::Full((0, 3)))
     ));
     assert!(matches!(
-        scheduler.send_timeout(pid, (0, 3), common::ms(10)),
+        scheduler.blocking_send_timeout(pid, (0, 3), common::ms(10)),
         Err(SendError::Full((0, 3)))
     ));
     // A drain makes room: the completion wakes the holder, whose step takes
@@ -374,7 +374,7 @@ fn send_timeout_waits_for_a_drain_or_hands_the_message_back() {
             held.lock().pop().unwrap().succeed(()).unwrap();
         });
         scheduler
-            .send_timeout(pid, (0, 3), common::ms(60_000))
+            .blocking_send_timeout(pid, (0, 3), common::ms(60_000))
             .unwrap();
     });
     held.wait_for("the holder's next command", 1);
@@ -402,7 +402,7 @@ fn a_sender_waiting_for_room_learns_of_the_end_at_once() {
         });
         let timeout = common::ms(60_000);
         let start = std::time::Instant::now();
-        match scheduler.send_timeout(pid, (0, 2), timeout) {
+        match scheduler.blocking_send_timeout(pid, (0, 2), timeout) {
             Err(SendError::Finished((0, 2))) => {}
             other => panic!("expected Finished at the end, got {other:?}"),
         }

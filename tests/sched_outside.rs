@@ -217,15 +217,17 @@ fn call_gets_the_reply_and_hands_back_a_refused_request() {
     let scheduler = Scheduler::builder().workers(2).build().unwrap();
     let server = scheduler.submit(Server, "serve", 0).unwrap();
     for n in 0..if cfg!(miri) { 20 } else { 100 } {
-        let reply = scheduler.call(server, |me| Msg::Double { to: me, n }, common::ms(60_000));
+        let reply =
+            scheduler.blocking_call(server, |me| Msg::Double { to: me, n }, common::ms(60_000));
         assert_eq!(reply, Ok(Msg::Value(2 * n)));
     }
     // No reply: a Value is ignored by the server.
-    let silent = scheduler.call(server, |_| Msg::Value(1), common::ms(10));
+    let silent = scheduler.blocking_call(server, |_| Msg::Value(1), common::ms(10));
     assert_eq!(silent, Err(CallError::TimedOut));
     scheduler.send(server, Msg::Stop).unwrap();
     common::wait_until("the server to end", || scheduler.live() == 0);
-    let refused = scheduler.call(server, |me| Msg::Double { to: me, n: 1 }, common::ms(10));
+    let refused =
+        scheduler.blocking_call(server, |me| Msg::Double { to: me, n: 1 }, common::ms(10));
     match refused {
         Err(CallError::Send(SendError::Finished(request))) => {
             assert!(matches!(request, Msg::Double { n: 1, .. }))
@@ -316,7 +318,7 @@ fn a_join_set_gives_every_outcome_of_100k_processes() {
     assert_eq!(set.len(), SET as usize);
     let mut seen = vec![false; SET as usize];
     let mut count = 0;
-    while let Some((_pid, outcome)) = set.join_next_timeout(common::ms(60_000)) {
+    while let Some((_pid, outcome)) = set.blocking_join_next_timeout(common::ms(60_000)) {
         let i = outcome.unwrap() as usize;
         assert!(!seen[i], "{i} twice");
         seen[i] = true;
@@ -324,7 +326,11 @@ fn a_join_set_gives_every_outcome_of_100k_processes() {
     }
     assert_eq!(count, SET);
     assert!(set.is_empty());
-    assert_eq!(set.join_next(), None, "an empty set does not block");
+    assert_eq!(
+        set.blocking_join_next(),
+        None,
+        "an empty set does not block"
+    );
     assert!(!scheduler.shutdown(common::ms(5_000)).timed_out);
 }
 
@@ -339,7 +345,7 @@ fn a_join_set_is_polled_from_async_code() {
     }
     let (sum, _) = block_on(async {
         let mut sum = 0;
-        while let Some((_, outcome)) = set.joined().await {
+        while let Some((_, outcome)) = set.join_next().await {
             sum += outcome.unwrap();
         }
         sum
@@ -446,7 +452,7 @@ fn a_reply_to_a_timed_out_call_is_answered_or_reported_never_lost() {
         // Timeouts from 0 to ~30 µs: around the round trip, so the reply
         // lands on every side of the drop.
         let timeout = std::time::Duration::from_nanos((i % 64) * 500);
-        match scheduler.call(server, |me| Msg::Double { to: me, n: i }, timeout) {
+        match scheduler.blocking_call(server, |me| Msg::Double { to: me, n: i }, timeout) {
             Ok(Msg::Value(v)) => {
                 assert_eq!(v, 2 * i);
                 answered += 1;

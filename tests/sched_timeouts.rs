@@ -134,7 +134,10 @@ fn recv_timeout_of_duration_max_waits_for_the_message() {
 fn call_with_duration_max_returns_the_reply() {
     let s = scheduler(&open(), None);
     let echo = s.submit(Echo, "", ()).expect("submitted");
-    assert_eq!(s.call(echo, |me| Msg::Ask(me, 5), MAX), Ok(Msg::Answer(5)));
+    assert_eq!(
+        s.blocking_call(echo, |me| Msg::Ask(me, 5), MAX),
+        Ok(Msg::Answer(5))
+    );
 }
 
 #[test]
@@ -146,7 +149,7 @@ fn join_timeout_and_join_next_timeout_of_duration_max_return_the_outcome() {
     let mut set = JoinSet::new();
     let pid = s.submit_into(&mut set, Echo, "", ()).expect("submitted");
     s.send(pid, Msg::Stop).expect("live");
-    let (joined, outcome) = set.join_next_timeout(MAX).expect("one joined");
+    let (joined, outcome) = set.blocking_join_next_timeout(MAX).expect("one joined");
     assert_eq!((joined, outcome), (pid, Ok(0)));
 }
 
@@ -164,7 +167,7 @@ fn shutdown_of_duration_max_returns_once_every_process_ended() {
 }
 
 /// A full bounded mailbox (its process waits for a command held at a
-/// gate, so it drains nothing): `send_timeout(.., MAX)` waits for room,
+/// gate, so it drains nothing): `blocking_send_timeout(.., MAX)` waits for room,
 /// and gets it when the command completes and the process drains.
 #[test]
 fn send_timeout_of_duration_max_waits_for_room() {
@@ -181,13 +184,14 @@ fn send_timeout_of_duration_max_waits_for_room() {
         std::thread::yield_now();
     }
     std::thread::scope(|scope| {
-        let sender = scope.spawn(|| s.send_timeout(pid, Msg::Answer(1), MAX));
+        let sender = scope.spawn(|| s.blocking_send_timeout(pid, Msg::Answer(1), MAX));
         std::thread::sleep(Duration::from_millis(10));
         // Release: pairs with the handler's Acquire load.
         gate.store(true, Ordering::Release);
         assert_eq!(sender.join().expect("no panic"), Ok(()));
     });
-    s.send_timeout(pid, Msg::Stop, GUARD).expect("room again");
+    s.blocking_send_timeout(pid, Msg::Stop, GUARD)
+        .expect("room again");
     assert_eq!(blocked.join_timeout(GUARD).ok(), Some(Ok(0)));
 }
 

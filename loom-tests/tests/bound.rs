@@ -177,3 +177,54 @@ fn a_waiting_sender_is_never_missed_by_the_drain_that_made_room() {
         assert!(got_in || woken, "a waiting sender missed by the drain");
     });
 }
+
+/// Wakes by setting a flag (the task's executor would poll it again).
+struct Flag(AtomicBool);
+
+impl std::task::Wake for Flag {
+    fn wake(self: std::sync::Arc<Self>) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+/// The task's form of the meeting above (`Room::poll_wait`, as
+/// `Scheduler::send_async` polls): the task registers, touches and
+/// attempts, leaving its waker in the room's list under the lock in the
+/// same critical section as the attempt; the holder drains, ends its step
+/// and calls `made`. Either the attempt gets in, or the holder's `made`
+/// sees the task registered and wakes its waker: never a task left
+/// pending with room in the mailbox. Fails without the touch, and if the
+/// waker is left after the lock is released (the wake's take of the list
+/// could come between).
+#[test]
+fn a_waiting_task_is_never_missed_by_the_drain_that_made_room() {
+    loom::model(|| {
+        let b = boxed(1);
+        let room = Arc::new(Room::new());
+        let state = Arc::new(StateWord::new());
+        state.activate();
+        let _ = state.start();
+        assert!(send(&b, 0));
+        let holder = {
+            let (b, room, state) = (Arc::clone(&b), Arc::clone(&room), Arc::clone(&state));
+            thread::spawn(move || {
+                assert_eq!(drain(&b), 1);
+                let _ = state.end_step(Park::Idle);
+                room.made();
+            })
+        };
+        let flag = std::sync::Arc::new(Flag(AtomicBool::new(false)));
+        let waker = std::task::Waker::from(std::sync::Arc::clone(&flag));
+        let mut cx = std::task::Context::from_waker(&waker);
+        let mut ticket = None;
+        let polled = room.poll_wait(&mut ticket, &mut cx, || {
+            state.touch();
+            send(&b, 1).then_some(())
+        });
+        holder.join().unwrap();
+        let got_in = polled.is_ready();
+        let woken = flag.0.load(Ordering::SeqCst);
+        room.cancel(&mut ticket);
+        assert!(got_in || woken, "a waiting task missed by the drain");
+    });
+}

@@ -53,6 +53,7 @@
 //! when the limit changes between incarnations.
 
 use crate::sync::{AtomicU32, AtomicUsize, Condvar, Mutex, Ordering};
+use core::task::{Context, Poll, Waker};
 use std::time::Instant;
 
 /// A mailbox's limit and count. See the [module docs](self).
@@ -163,7 +164,9 @@ impl Bound {
 }
 
 /// Outside senders waiting for room in a full mailbox
-/// (`Scheduler::send_timeout`), and the holders that wake them.
+/// (`Scheduler::blocking_send_timeout`, parked on a condition variable, and
+/// `Scheduler::send_async`, a task's [`Waker`]), and the holders that wake
+/// them.
 ///
 /// One for the whole scheduler: waiting is rare (a sender that would rather
 /// wait than handle `Full`), so a holder that released places pays one
@@ -173,7 +176,10 @@ impl Bound {
 ///
 /// - A waiter registers ([`enter`](Room::enter)), then, in each attempt,
 ///   *touches* the target's state word (`StateWord::touch`, an AcqRel
-///   `fetch_add(0)`) before it tries to reserve, under the lock.
+///   `fetch_add(0)`) before it tries to reserve, under the lock. A task
+///   leaves its waker in the lock's list in the same critical section as
+///   its attempt ([`poll_wait`](Room::poll_wait)); a thread waits on the
+///   condition variable, which releases the lock atomically.
 /// - A holder that released places in a drain checks for waiters
 ///   ([`made`](Room::made)) after its next RMW of the state word: the end of
 ///   the step (or the free of the slot, when it closed the process).
@@ -183,15 +189,32 @@ impl Bound {
 /// every write of the word is one, so the release sequence goes on), the
 /// registration happens before the holder's load of `waiters`, and the
 /// holder wakes it (taking the lock, so it cannot notify between the
-/// waiter's attempt and its wait). If the holder's comes first, the touch
+/// waiter's attempt and its wait, nor take the list before the task's
+/// waker is in it). If the holder's comes first, the touch
 /// reads it, and the release's store happens before the attempt's load of
 /// `released`: the attempt sees the room. (loom: `loom-tests/tests/bound.rs`,
-/// `a_waiting_sender_is_never_missed_by_the_drain_that_made_room`.)
+/// `a_waiting_sender_is_never_missed_by_the_drain_that_made_room`.) A task
+/// counts in `waiters` from its first wait to its completion or its drop
+/// ([`cancel`](Room::cancel)), a woken one included, so a drain that makes
+/// room while it is between a wake and its next poll still looks for it.
 #[derive(Debug, Default)]
 pub struct Room {
     waiters: AtomicUsize,
-    lock: Mutex<()>,
+    lock: Mutex<Wakers>,
     made: Condvar,
+}
+
+/// The wakers of the tasks waiting for room, each under its ticket.
+#[derive(Debug, Default)]
+struct Wakers {
+    next_ticket: u64,
+    waiting: Vec<(u64, Waker)>,
+}
+
+impl Wakers {
+    fn remove(&mut self, ticket: u64) {
+        self.waiting.retain(|(t, _)| *t != ticket);
+    }
 }
 
 impl Room {
@@ -219,8 +242,19 @@ impl Room {
 
     #[cold]
     fn wake(&self) {
-        drop(self.lock.lock().unwrap_or_else(|e| e.into_inner()));
+        let wakers = core::mem::take(&mut self.lock().waiting);
         self.made.notify_all();
+        // Woken after the lock is released: a task may run at once, and
+        // poll again, which takes the lock.
+        for (_, waker) in wakers {
+            // A waker is the embedder's executor code: a panic in it must
+            // not take the worker down (as `outside::join::wake_contained`).
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| waker.wake()));
+        }
+    }
+
+    fn lock(&self) -> crate::sync::MutexGuard<'_, Wakers> {
+        self.lock.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The waiter's registration, before the attempts that touch the
@@ -243,7 +277,7 @@ impl Room {
     /// word before it reserves (type docs).
     pub fn wait<T>(&self, deadline: Instant, mut attempt: impl FnMut() -> Option<T>) -> Option<T> {
         self.enter();
-        let mut guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+        let mut guard = self.lock();
         let result = loop {
             if let Some(done) = attempt() {
                 break Some(done);
@@ -261,5 +295,55 @@ impl Room {
         drop(guard);
         self.leave();
         result
+    }
+
+    /// A task's attempt: `attempt` once, under the lock; `Ready` with what
+    /// it returned, or `Pending` with the task's waker left to be woken by
+    /// the next drain that makes room (replacing an earlier poll's). The
+    /// first call registers the task (`ticket` goes from `None` to its
+    /// ticket); `Ready` unregisters it, and a task dropped while pending
+    /// must call [`cancel`](Room::cancel). `attempt` must touch the
+    /// target's state word before it reserves (type docs).
+    pub fn poll_wait<T>(
+        &self,
+        ticket: &mut Option<u64>,
+        cx: &mut Context<'_>,
+        attempt: impl FnOnce() -> Option<T>,
+    ) -> Poll<T> {
+        if ticket.is_none() {
+            self.enter();
+        }
+        let mut wakers = self.lock();
+        let mine = match *ticket {
+            Some(mine) => mine,
+            None => {
+                let mine = wakers.next_ticket;
+                wakers.next_ticket += 1;
+                *ticket = Some(mine);
+                mine
+            }
+        };
+        if let Some(done) = attempt() {
+            wakers.remove(mine);
+            drop(wakers);
+            *ticket = None;
+            self.leave();
+            return Poll::Ready(done);
+        }
+        match wakers.waiting.iter_mut().find(|(t, _)| *t == mine) {
+            Some((_, waker)) if waker.will_wake(cx.waker()) => {}
+            Some((_, waker)) => *waker = cx.waker().clone(),
+            None => wakers.waiting.push((mine, cx.waker().clone())),
+        }
+        Poll::Pending
+    }
+
+    /// Unregisters a task that waited with `ticket` and will not poll
+    /// again (its future was dropped): its waker is forgotten.
+    pub fn cancel(&self, ticket: &mut Option<u64>) {
+        if let Some(mine) = ticket.take() {
+            self.lock().remove(mine);
+            self.leave();
+        }
     }
 }

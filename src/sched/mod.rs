@@ -29,7 +29,7 @@
 //!   ones poll [`StepOutput::should_yield`](crate::process::StepOutput::should_yield).
 //!
 //! Every method that takes a timeout (`recv_timeout`, `call`,
-//! `send_timeout`, `join_timeout`, `join_next_timeout`, `shutdown`, and
+//! `blocking_send_timeout`, `join_timeout`, `blocking_join_next_timeout`, `shutdown`, and
 //! the blocking pool's keep-alive) takes any `Duration`: one too large to
 //! add to the clock, `Duration::MAX` among them, waits for ever in practice
 //! (a century), as `std`'s own `recv_timeout` does; none panics.
@@ -88,7 +88,7 @@ pub use observe::dump::ProcessInfo;
 #[cfg(not(loom))]
 pub use outside::join::JoinHandle;
 #[cfg(not(loom))]
-pub use outside::join_set::{JoinSet, Joined};
+pub use outside::join_set::{JoinNext, JoinSet};
 
 #[cfg(not(loom))]
 pub use observe::monitor::{LongStep, DEFAULT_LONG_STEP_THRESHOLD};
@@ -97,7 +97,7 @@ pub use observe::stats::{BlockingStats, Stats, TimerStats, WorkerStats};
 #[cfg(not(loom))]
 pub use observe::trace::Trace;
 #[cfg(not(loom))]
-pub use outside::{CallError, Receiver, Recv};
+pub use outside::{Call, CallError, Receiver, Recv, SendAsync};
 #[cfg(not(loom))]
 pub use scheduler::Scheduler;
 #[cfg(not(loom))]

@@ -5,7 +5,7 @@
 //! Each round builds a scheduler from its seed (workers, events per step,
 //! bounded or unbounded mailboxes, blocking pool size and keep-alive, the
 //! shutdown timeout), runs a storm of 4 to 6 threads making every public
-//! call at once (`submit` in all its forms, `send`, `send_timeout`,
+//! call at once (`submit` in all its forms, `send`, `blocking_send_timeout`,
 //! `send_after`, `call` with timeouts that expire, `mailbox` and receivers
 //! dropped with messages queued, `terminate` of live and stale PIDs,
 //! completions from a helper thread) against processes that do the same

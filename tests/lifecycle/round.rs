@@ -215,7 +215,7 @@ pub(crate) fn run(seed: u64, long_run: bool) -> Ran {
         }
         for (set, count) in left.sets.iter_mut() {
             for _ in 0..*count {
-                match set.join_next_timeout(GUARD) {
+                match set.blocking_join_next_timeout(GUARD) {
                     Some((pid, outcome)) => joined.push((pid, End::of(&outcome))),
                     None => {
                         let detail = format!("a JoinSet gave no outcome {GUARD:?} after shutdown");

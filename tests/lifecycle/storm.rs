@@ -54,7 +54,7 @@ impl<'a> Storm<'a> {
             match self.rng.below(100) {
                 0..=13 => self.submit(),
                 14..=37 => self.send(),
-                38..=44 => self.send_timeout(),
+                38..=44 => self.blocking_send_timeout(),
                 45..=51 => self.call(),
                 52..=58 => self.mailbox(),
                 59..=68 => self.receive(),
@@ -173,7 +173,7 @@ impl<'a> Storm<'a> {
         self.sent(id, result, "send");
     }
 
-    fn send_timeout(&mut self) {
+    fn blocking_send_timeout(&mut self) {
         let (to, body) = self.target();
         let timeout = match self.rng.below(8) {
             0 => Duration::MAX,
@@ -192,9 +192,9 @@ impl<'a> Storm<'a> {
         let id = message.id;
         let scheduler = self.scheduler;
         match catch_unwind(AssertUnwindSafe(|| {
-            scheduler.send_timeout(to, message, timeout)
+            scheduler.blocking_send_timeout(to, message, timeout)
         })) {
-            Ok(result) => self.sent(id, result, "send_timeout"),
+            Ok(result) => self.sent(id, result, "blocking_send_timeout"),
             // The panic hook has filed it; the message unwound with it.
             Err(_) => {
                 self.round.skip.lock().unwrap().insert(id);
@@ -219,7 +219,7 @@ impl<'a> Storm<'a> {
         let id = request.as_ref().map_or(0, |m| m.id);
         let scheduler = self.scheduler;
         let result = catch_unwind(AssertUnwindSafe(|| {
-            scheduler.call(
+            scheduler.blocking_call(
                 to,
                 |me| {
                     let mut m = request.take().expect("called once");

@@ -326,7 +326,7 @@ impl<P: Process> Builder<P> {
     ///
     /// - [`Scheduler::send`](crate::sched::Scheduler::send) hands the message back
     ///   in [`SendError::Full`](crate::sched::SendError::Full), at once;
-    ///   [`Scheduler::send_timeout`](crate::sched::Scheduler::send_timeout) parks
+    ///   [`Scheduler::blocking_send_timeout`](crate::sched::Scheduler::blocking_send_timeout) parks
     ///   the calling thread until a drain makes room or the time is up.
     /// - A send from a step is neither dropped nor blocked (a worker must
     ///   never wait on another process): the message comes back to its

@@ -9,6 +9,7 @@
 //! does not grow with the number of processes (a set of 100k is one queue).
 //! Wakers are only `std::task`'s: no runtime is assumed.
 
+use super::on_worker::refuse_blocking;
 use crate::process::{Outcome, Pid, Process};
 use crate::sync::{Arc, Condvar, Mutex};
 use core::fmt;
@@ -140,17 +141,21 @@ impl<P: Process> JoinHandle<P> {
     ///
     /// If the outcome was already taken by polling the handle as a future.
     ///
+    /// On a worker thread of any scheduler (from a process's step, or a
+    /// handler registered with [`handler`](crate::sched::Builder::handler)),
+    /// even if the process has ended: the worker would hold itself while the
+    /// process it waits for may need that very worker to run, and a
+    /// one-worker scheduler would never return. The threads of the blocking
+    /// pool ([`blocking_handler`](crate::sched::Builder::blocking_handler))
+    /// may call it. A process waits for another with a monitor
+    /// ([`StepOutput::monitor`](crate::process::StepOutput::monitor)); an
+    /// async task awaits the handle instead.
+    ///
     /// # Blocking
     ///
-    /// Blocks the calling thread until the process ends. Call it from a thread
-    /// that is not one of the scheduler's workers. From a process's step, or
-    /// from a handler registered with [`handler`](crate::sched::Builder::handler)
-    /// (which runs on the worker), it holds that worker while it waits, and the
-    /// process it waits for may need that very worker to run: on a one-worker
-    /// scheduler it never returns. A process waits for another with a monitor
-    /// ([`StepOutput::monitor`](crate::process::StepOutput::monitor)); an async
-    /// task awaits the handle instead.
+    /// Blocks the calling thread until the process ends.
     pub fn join(self) -> Outcome<P> {
+        refuse_blocking("JoinHandle::join", "await the handle instead");
         let mut state = self.cell.lock();
         loop {
             if let Some(outcome) = take(&mut state) {
@@ -175,14 +180,15 @@ impl<P: Process> JoinHandle<P> {
     ///
     /// Blocks the calling thread for at most `timeout`: `Duration::ZERO` looks
     /// once without waiting, and a timeout too large for the clock
-    /// (`Duration::MAX`) waits as [`join`](JoinHandle::join) does. Call it from
-    /// a thread that is not one of the scheduler's workers. From a process's
-    /// step, or from a handler registered with
-    /// [`handler`](crate::sched::Builder::handler) (which runs on the worker), it
-    /// holds that worker while it waits, and the process it waits for may need
-    /// that very worker to run: on a one-worker scheduler it always waits out
-    /// its timeout.
+    /// (`Duration::MAX`) waits as [`join`](JoinHandle::join) does.
+    ///
+    /// # Panics
+    ///
+    /// On a worker thread of any scheduler, even with `Duration::ZERO`, as
+    /// [`join`](JoinHandle::join) does ([`is_finished`](JoinHandle::is_finished)
+    /// never blocks).
     pub fn join_timeout(self, timeout: Duration) -> Result<Outcome<P>, Self> {
+        refuse_blocking("JoinHandle::join_timeout", "await the handle instead");
         let deadline = crate::sched::core::clock::deadline(timeout);
         {
             let mut state = self.cell.lock();

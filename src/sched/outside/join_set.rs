@@ -2,6 +2,7 @@
 //! [`Joiner`] a closing worker hands an outcome to (a handle's or a set's).
 
 use super::join::{wake_contained, JoinCell};
+use super::on_worker::refuse_blocking;
 use crate::process::{Outcome, Pid, Process};
 use crate::sync::{Arc, Condvar, Mutex};
 use core::fmt;
@@ -71,9 +72,9 @@ impl<P: Process> SetCell<P> {
 ///
 /// One queue serves the whole set, so waiting for 100k processes costs what
 /// waiting for one does, per process: the closing worker pushes the
-/// outcome and wakes the waiter (a thread blocked in
-/// [`join_next`](JoinSet::join_next), or a task that polled
-/// [`joined`](JoinSet::joined)). Dropping the set does not affect its
+/// outcome and wakes the waiter (a task awaiting
+/// [`join_next`](JoinSet::join_next), or a thread blocked in
+/// [`blocking_join_next`](JoinSet::blocking_join_next)). Dropping the set does not affect its
 /// processes; their outcomes are then dropped as they end.
 ///
 /// ```
@@ -95,7 +96,8 @@ impl<P: Process> SetCell<P> {
 ///     scheduler.submit_into(&mut set, Job(i), "", ()).unwrap();
 /// }
 /// let mut sum = 0;
-/// while let Some((_pid, outcome)) = set.join_next() {
+/// // In an async fn: `while let Some((_pid, outcome)) = set.join_next().await`.
+/// while let Some((_pid, outcome)) = set.blocking_join_next() {
 ///     sum += outcome.unwrap();
 /// }
 /// assert_eq!(sum, 999 * 1000 / 2);
@@ -164,13 +166,23 @@ impl<P: Process> JoinSet<P> {
     /// # Blocking
     ///
     /// Blocks the calling thread until a process of the set ends (not when the
-    /// set is empty). Call it from a thread that is not one of the scheduler's
-    /// workers. From a process's step, or from a handler registered with
-    /// [`handler`](crate::sched::Builder::handler) (which runs on the worker), it
-    /// holds that worker while it waits, and the processes it waits for may
-    /// need that very worker to run: on a one-worker scheduler it never
-    /// returns. An async task awaits [`joined`](JoinSet::joined) instead.
-    pub fn join_next(&mut self) -> Option<(Pid, Outcome<P>)> {
+    /// set is empty). An async task awaits [`join_next`](JoinSet::join_next)
+    /// instead.
+    ///
+    /// # Panics
+    ///
+    /// On a worker thread of any scheduler (from a process's step, or a
+    /// handler registered with [`handler`](crate::sched::Builder::handler)),
+    /// even on an empty set: the worker would hold itself while the
+    /// processes it waits for may need that very worker to run, and a
+    /// one-worker scheduler would never return. The threads of the blocking
+    /// pool ([`blocking_handler`](crate::sched::Builder::blocking_handler))
+    /// may call it; [`try_join_next`](JoinSet::try_join_next) never blocks.
+    pub fn blocking_join_next(&mut self) -> Option<(Pid, Outcome<P>)> {
+        refuse_blocking(
+            "JoinSet::blocking_join_next",
+            "await `JoinSet::join_next` instead",
+        );
         if self.pending == 0 {
             return None;
         }
@@ -190,7 +202,7 @@ impl<P: Process> JoinSet<P> {
         self.taken(Some(next))
     }
 
-    /// As [`join_next`](JoinSet::join_next), waiting at most `timeout`:
+    /// As [`blocking_join_next`](JoinSet::blocking_join_next), waiting at most `timeout`:
     /// `None` if the set is empty or no process ended in time (tell them
     /// apart with [`is_empty`](JoinSet::is_empty)).
     ///
@@ -198,14 +210,18 @@ impl<P: Process> JoinSet<P> {
     ///
     /// Blocks the calling thread for at most `timeout`: `Duration::ZERO` looks
     /// once without waiting, and a timeout too large for the clock
-    /// (`Duration::MAX`) waits as [`join_next`](JoinSet::join_next) does. Call
-    /// it from a thread that is not one of the scheduler's workers. From a
-    /// process's step, or from a handler registered with
-    /// [`handler`](crate::sched::Builder::handler) (which runs on the worker), it
-    /// holds that worker while it waits, and the processes it waits for may
-    /// need that very worker to run: on a one-worker scheduler it always waits
-    /// out its timeout.
-    pub fn join_next_timeout(&mut self, timeout: Duration) -> Option<(Pid, Outcome<P>)> {
+    /// (`Duration::MAX`) waits as
+    /// [`blocking_join_next`](JoinSet::blocking_join_next) does.
+    ///
+    /// # Panics
+    ///
+    /// On a worker thread of any scheduler, even with `Duration::ZERO`, as
+    /// [`blocking_join_next`](JoinSet::blocking_join_next) does.
+    pub fn blocking_join_next_timeout(&mut self, timeout: Duration) -> Option<(Pid, Outcome<P>)> {
+        refuse_blocking(
+            "JoinSet::blocking_join_next_timeout",
+            "await `JoinSet::join_next`, or use `JoinSet::try_join_next`",
+        );
         if self.pending == 0 {
             return None;
         }
@@ -254,11 +270,53 @@ impl<P: Process> JoinSet<P> {
         Poll::Ready(self.taken(Some(next)))
     }
 
-    /// A future of the next process to end, as
-    /// [`poll_join_next`](JoinSet::poll_join_next) polls: `None` once the
-    /// set is empty.
-    pub fn joined(&mut self) -> Joined<'_, P> {
-        Joined { set: self }
+    /// The next process to end and its outcome, as a future (tokio's
+    /// `JoinSet::join_next().await`), as
+    /// [`poll_join_next`](JoinSet::poll_join_next) polls: `None` at once if
+    /// the set is empty. Outcomes come in the order the processes ended.
+    /// Dropping the future takes nothing: an outcome that came meanwhile
+    /// stays in the set for the next call.
+    ///
+    /// ```
+    /// # use stepsched::process::{Event, NoCommand, Process, StepOutput};
+    /// # struct Job(u32);
+    /// # impl Process for Job {
+    /// #     type Input = (); type Message = (); type Command = NoCommand;
+    /// #     type Reply = (); type Output = u32; type Error = ();
+    /// #     fn init(&mut self, _: &str, _: ()) -> Result<(), ()> { Ok(()) }
+    /// #     fn step(&mut self, _: &mut Vec<Event<Self>>, out: &mut StepOutput<'_, Self>) -> Result<(), ()> {
+    /// #         out.done(self.0); Ok(())
+    /// #     }
+    /// # }
+    /// use std::future::Future;
+    /// use std::pin::pin;
+    /// use std::sync::Arc;
+    /// use std::task::{Context, Poll, Wake};
+    /// use stepsched::sched::{JoinSet, Scheduler};
+    ///
+    /// /// Unparks the thread that polls (any executor does).
+    /// struct Unpark(std::thread::Thread);
+    /// impl Wake for Unpark {
+    ///     fn wake(self: Arc<Self>) { self.0.unpark() }
+    /// }
+    ///
+    /// let scheduler = Scheduler::builder().workers(2).build()?;
+    /// let mut set = JoinSet::new();
+    /// scheduler.submit_into(&mut set, Job(7), "", ()).unwrap();
+    /// let waker = Arc::new(Unpark(std::thread::current())).into();
+    /// // In an async fn: `set.join_next().await`.
+    /// let mut next = pin!(set.join_next());
+    /// let next = loop {
+    ///     match next.as_mut().poll(&mut Context::from_waker(&waker)) {
+    ///         Poll::Ready(next) => break next,
+    ///         Poll::Pending => std::thread::park(),
+    ///     }
+    /// };
+    /// assert_eq!(next.map(|(_, outcome)| outcome), Some(Ok(7)));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn join_next(&mut self) -> JoinNext<'_, P> {
+        JoinNext { set: self }
     }
 }
 
@@ -289,13 +347,13 @@ impl<P: Process> fmt::Debug for JoinSet<P> {
     }
 }
 
-/// The future of [`JoinSet::joined`].
+/// The future of [`JoinSet::join_next`].
 #[must_use = "futures do nothing unless polled"]
-pub struct Joined<'a, P: Process> {
+pub struct JoinNext<'a, P: Process> {
     set: &'a mut JoinSet<P>,
 }
 
-impl<P: Process> Future for Joined<'_, P> {
+impl<P: Process> Future for JoinNext<'_, P> {
     type Output = Option<(Pid, Outcome<P>)>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
@@ -303,8 +361,8 @@ impl<P: Process> Future for Joined<'_, P> {
     }
 }
 
-impl<P: Process> fmt::Debug for Joined<'_, P> {
+impl<P: Process> fmt::Debug for JoinNext<'_, P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Joined").field("set", &self.set).finish()
+        f.debug_struct("JoinNext").field("set", &self.set).finish()
     }
 }

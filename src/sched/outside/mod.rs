@@ -1,6 +1,11 @@
 //! Outside receivers: a [`Pid`] for a thread (or an async task) that is not
 //! a process, so that processes reply to it with the same `send` they use
-//! between themselves; and [`Scheduler::call`], a request and its reply.
+//! between themselves; [`Scheduler::call`] (a future) and
+//! [`Scheduler::blocking_call`], a request and its reply
+//! (`call.rs`); [`Scheduler::send_async`] and
+//! [`Scheduler::blocking_send_timeout`], sends that wait for room in a full
+//! bounded mailbox (`send.rs`, waiting in `bound.rs`'s `Room`); join
+//! handles and join sets (`join.rs`, `join_set.rs`).
 //!
 //! A receiver occupies a slot of the process table like a process, with an
 //! inbox instead of a process in its body. Messages reach it the way they
@@ -22,11 +27,24 @@
 //! refused ([`SendError::Finished`]). Shutdown ends every
 //! receiver; a `recv` then returns what was forwarded, then
 //! [`RecvError`]. `on_complete` is not called for receivers.
+//!
+//! Every wait comes in two forms: a future (`recv_async`, a `JoinHandle`,
+//! `JoinSet::join_next`, `call`, `send_async`), which only registers a
+//! `std::task` [`Waker`](core::task::Waker) and assumes no runtime, and a
+//! blocking method (`recv`, `join`, `blocking_*`), which parks the thread.
+//! A blocking wait panics on a worker thread of any scheduler
+//! (`on_worker.rs`): the worker would hold itself while what it waits for
+//! may need it.
 
+mod call;
 mod inbox;
 pub(crate) mod join;
 pub(crate) mod join_set;
+pub(crate) mod on_worker;
 mod receiver;
+mod send;
 
+pub use call::{Call, CallError};
 pub(crate) use inbox::Inbox;
-pub use receiver::{CallError, Receiver, Recv};
+pub use receiver::{Receiver, Recv};
+pub use send::SendAsync;

@@ -1,11 +1,14 @@
-//! The [`Receiver`] an outside thread holds, [`Scheduler::mailbox`] and
-//! [`Scheduler::call`], and the receiver's first step.
+//! The [`Receiver`] an outside thread holds, [`Scheduler::mailbox`], and
+//! the receiver's first step.
 
 use super::inbox::Inbox;
+use super::on_worker::refuse_blocking;
 use crate::process::state::{AfterStep, Park, Start};
 use crate::process::{Pid, Process};
 use crate::sched::core::table::{Occupant, Slot, Task};
-use crate::sched::error::{SendError, SpawnRefused};
+#[cfg(doc)]
+use crate::sched::error::SendError;
+use crate::sched::error::SpawnRefused;
 use crate::sched::shared::{phase, Shared};
 use crate::sched::Scheduler;
 use crate::sync::Arc;
@@ -87,14 +90,20 @@ impl<P: Process> Receiver<P> {
     /// # Blocking
     ///
     /// Blocks the calling thread until a message arrives or the receiver is
-    /// closed. Call it from a thread that is not one of the scheduler's
-    /// workers. From a process's step, or from a handler registered with
-    /// [`handler`](crate::sched::Builder::handler) (which runs on the worker), it
-    /// holds that worker while it waits, and the processes that would send to
-    /// it may need that very worker to run: on a one-worker scheduler it never
-    /// returns. An async task awaits [`recv_async`](Receiver::recv_async)
+    /// closed. An async task awaits [`recv_async`](Receiver::recv_async)
     /// instead.
+    ///
+    /// # Panics
+    ///
+    /// On a worker thread of any scheduler (from a process's step, or a
+    /// handler registered with [`handler`](crate::sched::Builder::handler)),
+    /// even with a message queued: the worker would hold itself while the
+    /// processes that would send to it may need that very worker to run, and
+    /// a one-worker scheduler would never return. The threads of the blocking
+    /// pool ([`blocking_handler`](crate::sched::Builder::blocking_handler))
+    /// may call it. A step receives its messages as events.
     pub fn recv(&self) -> Result<P::Message, RecvError> {
+        refuse_blocking("Receiver::recv", "await `Receiver::recv_async` instead");
         let mut state = self.inbox.lock();
         loop {
             if let Some(message) = state.queue.pop_front() {
@@ -138,14 +147,18 @@ impl<P: Process> Receiver<P> {
     ///
     /// Blocks the calling thread for at most `timeout`: `Duration::ZERO` looks
     /// once without waiting, and a timeout too large for the clock
-    /// (`Duration::MAX`) waits as [`recv`](Receiver::recv) does. Call it from a
-    /// thread that is not one of the scheduler's workers. From a process's
-    /// step, or from a handler registered with
-    /// [`handler`](crate::sched::Builder::handler) (which runs on the worker), it
-    /// holds that worker while it waits, and the processes that would send to
-    /// it may need that very worker to run: on a one-worker scheduler it always
-    /// waits out its timeout.
+    /// (`Duration::MAX`) waits as [`recv`](Receiver::recv) does.
+    ///
+    /// # Panics
+    ///
+    /// On a worker thread of any scheduler, even with `Duration::ZERO`, as
+    /// [`recv`](Receiver::recv) does; [`try_recv`](Receiver::try_recv) never
+    /// blocks and may be called anywhere.
     pub fn recv_timeout(&self, timeout: Duration) -> Result<P::Message, RecvTimeoutError> {
+        refuse_blocking(
+            "Receiver::recv_timeout",
+            "await `Receiver::recv_async`, or use `Receiver::try_recv`",
+        );
         let deadline = crate::sched::core::clock::deadline(timeout);
         let mut state = self.inbox.lock();
         loop {
@@ -245,111 +258,7 @@ impl<P: Process> fmt::Debug for Recv<'_, P> {
     }
 }
 
-/// Why [`Scheduler::call`] has no reply.
-///
-/// Non-exhaustive: new reasons may be added in a minor release, so a `match`
-/// outside this crate ends with a `_` arm.
-#[derive(Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum CallError<M> {
-    /// No receiver could be made for the reply (the scheduler is shutting
-    /// down or at its process limit).
-    Refused(SpawnRefused),
-    /// The request was refused; it is handed back.
-    Send(SendError<M>),
-    /// No reply came within the timeout. A reply that comes later is
-    /// reported through `on_undelivered`.
-    TimedOut,
-    /// The scheduler shut down before a reply came.
-    ShutDown,
-}
-
-impl<M> fmt::Debug for CallError<M> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            CallError::Refused(why) => f.debug_tuple("Refused").field(why).finish(),
-            CallError::Send(error) => f.debug_tuple("Send").field(error).finish(),
-            CallError::TimedOut => f.write_str("TimedOut"),
-            CallError::ShutDown => f.write_str("ShutDown"),
-        }
-    }
-}
-
-impl<M> fmt::Display for CallError<M> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            CallError::Refused(why) => write!(f, "no receiver for the reply: {why}"),
-            CallError::Send(error) => write!(f, "request not sent: {error}"),
-            CallError::TimedOut => f.write_str("no reply within the timeout"),
-            CallError::ShutDown => f.write_str("the scheduler shut down before the reply"),
-        }
-    }
-}
-
-impl<M> std::error::Error for CallError<M> {}
-
 impl<P: Process> Scheduler<P> {
-    /// [`send`](Scheduler::send), waiting at most `timeout` for room if the
-    /// process's mailbox is bounded and full
-    /// ([`Builder::mailbox_capacity`](crate::sched::Builder::mailbox_capacity)):
-    /// the thread parks until a drain of a full mailbox makes room (no
-    /// spinning), then tries again.
-    ///
-    /// # Errors
-    ///
-    /// As [`send`](Scheduler::send), the message handed back;
-    /// [`SendError::Full`] if there was no room within `timeout`.
-    ///
-    /// # Blocking
-    ///
-    /// Blocks the calling thread for at most `timeout` while the mailbox is
-    /// full (not at all if there is room): `Duration::ZERO` tries once, as
-    /// [`send`](Scheduler::send), and a timeout too large for the clock
-    /// (`Duration::MAX`) waits until there is room or the process ends. Call it
-    /// from a thread that is not one of the scheduler's workers. From a
-    /// process's step, or from a handler registered with
-    /// [`handler`](crate::sched::Builder::handler) (which runs on the worker), it
-    /// holds that worker while it waits, and the step that drains the full
-    /// mailbox may need that very worker to run: on a one-worker scheduler it
-    /// always waits out its timeout. A step sends with
-    /// [`StepOutput::send`](crate::process::StepOutput::send), which never
-    /// blocks: a message refused by a full mailbox comes back to it as
-    /// [`Event::Refused`](crate::process::Event::Refused).
-    pub fn send_timeout(
-        &self,
-        to: Pid,
-        message: P::Message,
-        timeout: Duration,
-    ) -> Result<(), SendError<P::Message>> {
-        let message = match self.send(to, message) {
-            Err(SendError::Full(message)) => message,
-            done => return done,
-        };
-        let mut message = Some(message);
-        let deadline = crate::sched::core::clock::deadline(timeout);
-        let sent = self.shared.room.wait(deadline, || {
-            // Before the reservation: the waiter's half of the meeting
-            // with the holder that releases places (`bound.rs`, `Room`).
-            // A stale PID touches a word it cannot change.
-            if let Some(slot) = self.shared.core.table.get(to.index()) {
-                slot.state.touch();
-            }
-            let m = message.take().expect("taken only by a failed attempt");
-            match self.send(to, m) {
-                Err(SendError::Full(m)) => {
-                    message = Some(m);
-                    None
-                }
-                done => Some(done),
-            }
-        });
-        sent.unwrap_or_else(|| {
-            Err(SendError::Full(
-                message.expect("a timed-out wait leaves the message"),
-            ))
-        })
-    }
-
     /// A receiver with its own PID, for a thread or task that is not a
     /// process to receive messages (see [`Receiver`]).
     ///
@@ -390,67 +299,6 @@ impl<P: Process> Scheduler<P> {
             shared: std::sync::Arc::clone(shared),
         };
         Ok((receiver, slot))
-    }
-
-    /// Sends the request that `request` makes of a fresh receiver's PID to
-    /// `to`, and waits at most `timeout` for the first message sent back to
-    /// that PID: a request and its reply, from a thread that is not a
-    /// process. `to` replies with a plain `send` to the PID in the request.
-    ///
-    /// ```
-    /// # use stepsched::process::{Event, NoCommand, Pid, Process, StepOutput, Status};
-    /// # struct Doubler;
-    /// # impl Process for Doubler {
-    /// #     type Input = (); type Message = (Pid, u64); type Command = NoCommand;
-    /// #     type Reply = (); type Output = (); type Error = ();
-    /// #     fn init(&mut self, _: &str, _: ()) -> Result<(), ()> { Ok(()) }
-    /// #     fn step(&mut self, events: &mut Vec<Event<Self>>, out: &mut StepOutput<'_, Self>) -> Result<(), ()> {
-    /// #         for e in events.drain(..) { if let Event::Message((from, n)) = e { out.send(from, (out.pid(), 2 * n)); } }
-    /// #         out.set_status(Status::Idle); Ok(())
-    /// #     }
-    /// # }
-    /// use std::time::Duration;
-    /// use stepsched::sched::Scheduler;
-    ///
-    /// let scheduler = Scheduler::builder().workers(2).build()?;
-    /// let doubler = scheduler.submit(Doubler, "", ()).unwrap();
-    /// let reply = scheduler.call(doubler, |me| (me, 21), Duration::from_secs(5));
-    /// assert_eq!(reply, Ok((doubler, 42)));
-    /// # Ok::<(), std::io::Error>(())
-    /// ```
-    ///
-    /// # Errors
-    ///
-    /// See [`CallError`]: the request handed back if it was refused, or
-    /// no reply in time.
-    ///
-    /// # Blocking
-    ///
-    /// Blocks the calling thread until the reply comes or `timeout` has passed
-    /// (`Duration::ZERO` takes only a reply that has already come, and so
-    /// almost always times out; a timeout too large for the clock,
-    /// `Duration::MAX`, waits until the reply or shutdown). Call it from a
-    /// thread that is not one of the scheduler's workers. From a process's
-    /// step, or from a handler registered with
-    /// [`handler`](crate::sched::Builder::handler) (which runs on the worker), it
-    /// holds that worker while it waits, and the process that replies may need
-    /// that very worker to run: on a one-worker scheduler it always waits out
-    /// its timeout. A process asks another with
-    /// [`StepOutput::send`](crate::process::StepOutput::send) and takes the
-    /// reply as a message.
-    pub fn call(
-        &self,
-        to: Pid,
-        request: impl FnOnce(Pid) -> P::Message,
-        timeout: Duration,
-    ) -> Result<P::Message, CallError<P::Message>> {
-        let receiver = self.mailbox().map_err(CallError::Refused)?;
-        self.send(to, request(receiver.pid()))
-            .map_err(CallError::Send)?;
-        receiver.recv_timeout(timeout).map_err(|e| match e {
-            RecvTimeoutError::Timeout => CallError::TimedOut,
-            RecvTimeoutError::Disconnected => CallError::ShutDown,
-        })
     }
 }
 

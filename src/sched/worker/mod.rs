@@ -205,6 +205,8 @@ impl<P: Process> Local<P> {
 
     /// The worker thread's body.
     pub(crate) fn run(mut self) {
+        // Blocking waits refuse this thread from now on (`outside/on_worker.rs`).
+        crate::sched::outside::on_worker::mark();
         #[cfg(not(loom))]
         crate::mpsc::pool::take_spares_on_this_thread();
         let shared = Arc::clone(&self.shared);
