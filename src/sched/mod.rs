@@ -89,9 +89,13 @@ pub use outside::join::JoinHandle;
 pub use outside::join_set::{JoinSet, Joined};
 
 #[cfg(not(loom))]
+pub use observe::histogram::Histogram;
+#[cfg(not(loom))]
 pub use observe::monitor::{LongStep, DEFAULT_LONG_STEP_THRESHOLD};
 #[cfg(not(loom))]
-pub use observe::stats::{BlockingStats, Stats, TimerStats, WorkerStats};
+pub use observe::stats::{BlockingStats, Stats, TimerStats, WorkerLatency, WorkerStats};
+#[cfg(not(loom))]
+pub use observe::step_hook::{StepInfo, StepStatus};
 #[cfg(not(loom))]
 pub use observe::trace::Trace;
 #[cfg(not(loom))]

@@ -13,6 +13,7 @@ use crate::sched::core::idle::Idle;
 use crate::sched::core::shared::{Core, Remote};
 use crate::sched::core::table::{Table, Task};
 use crate::sched::error::{SendError, TerminateError};
+use crate::sched::observe::histogram::Latency;
 use crate::sched::observe::monitor::{Monitor, MonitorConfig};
 use crate::sched::observe::stats::Counters;
 use crate::sched::observe::stats::Totals;
@@ -100,6 +101,7 @@ impl<P: Process> Scheduler<P> {
                 inject: GlobalQueue::new(),
                 counters: Counters::default(),
                 watch: CachePadded::default(),
+                latency: config.record_latency.then(|| Box::new(Latency::new())),
             })
             .collect();
         let shared = Arc::new(Shared {
@@ -116,7 +118,7 @@ impl<P: Process> Scheduler<P> {
                 idle: Idle::new(config.workers),
                 depot: CachePadded(crate::sched::core::depot::Depot::new()),
                 phase: crate::sched::core::phase::Phase::new(),
-                clock: CoarseClock::new(),
+                clock: CoarseClock::new(config.record_latency),
                 table: Table::new(config_workers, max_processes),
             },
             config,

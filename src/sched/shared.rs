@@ -42,6 +42,9 @@ pub(crate) struct Config {
     /// Whether deliveries and drains are counted per slot, for the process
     /// dump's queued figure ([`Builder::count_queued_events`](crate::sched::Builder::count_queued_events)).
     pub(crate) count_queued: bool,
+    /// Whether workers time their steps and record latency histograms and
+    /// busy time ([`Builder::record_latency`](crate::sched::Builder::record_latency)).
+    pub(crate) record_latency: bool,
     /// The most events handed to one step ([`Builder::max_events_per_step`](crate::sched::Builder::max_events_per_step)).
     pub(crate) events_per_step: usize,
     /// The default mailbox capacity (0: unbounded;
@@ -134,6 +137,10 @@ impl<P: Process> Shared<P> {
             }
             Err((Occupant::Outside(_), _)) => unreachable!("inserted a process"),
         };
+        // Ready from now, for the schedule-latency histogram (if recorded).
+        if self.core.clock.fine() {
+            slot.mark_ready(self.core.clock.fine_now());
+        }
         // The creator half of the Dekker pair in `phase.rs`: either this
         // sees the shutdown, and we withdraw the process, or shutdown's scan
         // sees the process Ready (and cancels it) and its live count
@@ -186,7 +193,7 @@ impl<P: Process> Shared<P> {
             .ok_or(TerminateError::NoSuchProcess)?;
         match slot.state.terminate(pid.generation()) {
             Notify::Schedule => {
-                slot.stamp(self.core.clock.now());
+                slot.stamp_ready(&self.core.clock);
                 self.core.schedule_remote(Task::new(slot));
                 Ok(())
             }

@@ -23,18 +23,23 @@ use crate::padded::CachePadded;
 use crate::sync::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-/// Milliseconds since `epoch`, refreshed now and then (module docs).
+/// Milliseconds since `epoch`, refreshed now and then (module docs); and,
+/// if the builder asked for latency figures, a fine clock beside it.
 pub(crate) struct CoarseClock {
     epoch: Instant,
+    /// Whether latency figures are recorded (`Builder::record_latency`):
+    /// then wakes stamp their slot with [`fine_now`](Self::fine_now) too.
+    fine: bool,
     /// Written by refreshers (a `fetch_max` once per millisecond at most),
     /// read by anyone stamping a transition.
     millis: CachePadded<AtomicU64>,
 }
 
 impl CoarseClock {
-    pub(crate) fn new() -> Self {
+    pub(crate) fn new(fine: bool) -> Self {
         CoarseClock {
             epoch: Instant::now(),
+            fine,
             millis: CachePadded(AtomicU64::new(0)),
         }
     }
@@ -45,6 +50,20 @@ impl CoarseClock {
         // Relaxed: a timestamp, not a synchronisation point; pairs with the
         // `fetch_max` in `refresh` only in that it reads some recent value.
         self.millis.load(Ordering::Relaxed)
+    }
+
+    /// Whether latency figures are recorded, so that a wake stamps its
+    /// slot with [`fine_now`](Self::fine_now) (one predictable branch).
+    #[inline]
+    pub(crate) fn fine(&self) -> bool {
+        self.fine
+    }
+
+    /// Nanoseconds since the clock started, read from the OS clock now (an
+    /// `Instant` read: only where latency figures are recorded).
+    #[inline]
+    pub(crate) fn fine_now(&self) -> u64 {
+        self.epoch.elapsed().as_nanos() as u64
     }
 
     /// Reads the OS clock and advances this one; returns the new value.

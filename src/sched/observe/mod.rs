@@ -9,6 +9,8 @@ mod api;
 #[cfg(not(loom))]
 pub(crate) mod dump;
 #[cfg(not(loom))]
+pub(crate) mod histogram;
+#[cfg(not(loom))]
 pub(crate) mod hooks;
 #[cfg(not(loom))]
 pub(crate) mod monitor;
@@ -16,6 +18,8 @@ pub(crate) mod monitor;
 mod ring;
 #[cfg(not(loom))]
 pub(crate) mod stats;
+#[cfg(not(loom))]
+pub(crate) mod step_hook;
 #[cfg(not(loom))]
 pub(crate) mod ticks;
 #[cfg(not(loom))]

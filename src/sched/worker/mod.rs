@@ -160,6 +160,7 @@ impl<P: Process> Local<P> {
         // Allocated here, before the worker runs: recording never allocates.
         let trace = (shared.trace.as_ref()).map(|t| Box::new(t.ring()));
         let monitored = shared.config.monitored;
+        let timed = shared.config.record_latency || shared.hooks.per_step();
         let nodes = NodeCache::with_limit(node_cache(shared.config.events_per_step));
         Local {
             index,
@@ -199,6 +200,7 @@ impl<P: Process> Local<P> {
                 clock: StepClock::new(),
                 trace,
                 monitored,
+                timed,
             },
         }
     }
