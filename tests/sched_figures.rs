@@ -227,3 +227,126 @@ fn a_panicking_step_hook_is_contained_and_counted() {
     assert_eq!(stats.hook_panics, 6, "two hooks per step, each contained");
     assert!(!scheduler.shutdown(WAIT).timed_out);
 }
+
+mod kinds {
+    use super::WAIT;
+    use stepsched::process::{Event, Kind, NoCommand, Process, StepOutput};
+    use stepsched::sched::Scheduler;
+
+    /// Ends after `n` steps.
+    pub struct Counter(u32);
+    /// Idles until terminated.
+    pub struct Sleeper;
+
+    stepsched::kinds! {
+        /// Two kinds.
+        pub enum Node { Counter(Counter), Sleeper(Sleeper) }
+        /// Their inputs.
+        pub enum NodeInput;
+        type Message = ();
+        type Command = NoCommand;
+        type Reply = ();
+        type Output = ();
+        type Error = ();
+    }
+
+    impl Kind<Node> for Counter {
+        type Input = ();
+        fn init(&mut self, _: ()) -> Result<(), ()> {
+            Ok(())
+        }
+        fn step(
+            &mut self,
+            _: &mut Vec<Event<Node>>,
+            out: &mut StepOutput<'_, Node>,
+        ) -> Result<(), ()> {
+            self.0 -= 1;
+            if self.0 == 0 {
+                out.done(());
+            } else {
+                out.set_status(stepsched::process::Status::Continue);
+            }
+            Ok(())
+        }
+    }
+
+    impl Kind<Node> for Sleeper {
+        type Input = ();
+        fn init(&mut self, _: ()) -> Result<(), ()> {
+            Ok(())
+        }
+        fn step(
+            &mut self,
+            _: &mut Vec<Event<Node>>,
+            _: &mut StepOutput<'_, Node>,
+        ) -> Result<(), ()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn per_kind_counts_give_live_processes_and_steps_of_each_kind() {
+        assert_eq!(Node::KINDS, ["Counter", "Sleeper"]);
+        let scheduler = Scheduler::<Node>::builder()
+            .workers(2)
+            .count_kinds(true)
+            .build()
+            .unwrap();
+        let handles: Vec<_> = (0..3)
+            .map(|_| scheduler.submit_kind_joinable(Counter(4), ()).unwrap())
+            .collect();
+        for handle in handles {
+            handle.join_timeout(WAIT).expect("ends").unwrap();
+        }
+        let sleepers: Vec<_> = (0..2)
+            .map(|_| scheduler.submit_kind(Sleeper, ()).unwrap())
+            .collect();
+        // Each sleeper takes its first step, then idles.
+        while scheduler.stats().total().steps < 14 {
+            std::thread::yield_now();
+        }
+        let kinds = scheduler.stats().kinds;
+        assert_eq!(kinds.len(), 2);
+        assert_eq!(
+            (
+                kinds[0].name,
+                kinds[0].started,
+                kinds[0].live,
+                kinds[0].steps
+            ),
+            ("Counter", 3, 0, 12)
+        );
+        assert_eq!(
+            (
+                kinds[1].name,
+                kinds[1].started,
+                kinds[1].live,
+                kinds[1].steps
+            ),
+            ("Sleeper", 2, 2, 2)
+        );
+        scheduler.terminate(sleepers[0]).unwrap();
+        while scheduler.stats().kinds[1].live != 1 {
+            std::thread::yield_now();
+        }
+        scheduler.shutdown(WAIT);
+        assert_eq!(
+            scheduler.stats().kinds[1].live,
+            0,
+            "shutdown closed the other"
+        );
+    }
+
+    #[test]
+    fn no_kind_is_counted_when_off() {
+        let scheduler = Scheduler::<Node>::builder().workers(1).build().unwrap();
+        scheduler
+            .submit_kind_joinable(Counter(2), ())
+            .unwrap()
+            .join_timeout(WAIT)
+            .expect("ends")
+            .unwrap();
+        assert!(scheduler.stats().kinds.is_empty());
+        scheduler.shutdown(WAIT);
+    }
+}

@@ -91,6 +91,8 @@ pub use outside::join_set::{JoinSet, Joined};
 #[cfg(not(loom))]
 pub use observe::histogram::Histogram;
 #[cfg(not(loom))]
+pub use observe::kind_counts::KindStats;
+#[cfg(not(loom))]
 pub use observe::monitor::{LongStep, DEFAULT_LONG_STEP_THRESHOLD};
 #[cfg(not(loom))]
 pub use observe::stats::{BlockingStats, Stats, TimerStats, WorkerLatency, WorkerStats};

@@ -14,6 +14,7 @@ use crate::sched::core::shared::{Core, Remote};
 use crate::sched::core::table::{Table, Task};
 use crate::sched::error::{SendError, TerminateError};
 use crate::sched::observe::histogram::Latency;
+use crate::sched::observe::kind_counts::KindCounts;
 use crate::sched::observe::monitor::{Monitor, MonitorConfig};
 use crate::sched::observe::stats::Counters;
 use crate::sched::observe::stats::Totals;
@@ -102,6 +103,11 @@ impl<P: Process> Scheduler<P> {
                 counters: Counters::default(),
                 watch: CachePadded::default(),
                 latency: config.record_latency.then(|| Box::new(Latency::new())),
+                kind_steps: if config.count_kinds {
+                    KindCounts::steps::<P>()
+                } else {
+                    Box::default()
+                },
             })
             .collect();
         let shared = Arc::new(Shared {
@@ -112,6 +118,11 @@ impl<P: Process> Scheduler<P> {
             room: crate::sched::bound::Room::new(),
             timers: crate::sched::timer::Timers::new(config_workers),
             stopping: crate::sched::shutdown::stopping::Stopping::new(),
+            kinds: if config.count_kinds {
+                KindCounts::new::<P>()
+            } else {
+                None
+            },
             core: Core {
                 remotes,
                 global: GlobalQueue::new(),

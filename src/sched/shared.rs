@@ -14,6 +14,7 @@ use crate::sched::commands::handler::Commands;
 use crate::sched::core::shared::Core;
 use crate::sched::core::table::{FreeCache, Item, Occupant, Slot, Task};
 use crate::sched::error::TerminateError;
+use crate::sched::observe::kind_counts::KindCounts;
 use crate::sched::observe::stats::Totals;
 use crate::sched::observe::trace::{Kind as TraceKind, Tracing};
 use crate::sched::outside::join_set::Joiner;
@@ -45,6 +46,9 @@ pub(crate) struct Config {
     /// Whether workers time their steps and record latency histograms and
     /// busy time ([`Builder::record_latency`](crate::sched::Builder::record_latency)).
     pub(crate) record_latency: bool,
+    /// Whether processes and steps are counted per kind
+    /// ([`Builder::count_kinds`](crate::sched::Builder::count_kinds)).
+    pub(crate) count_kinds: bool,
     /// The most events handed to one step ([`Builder::max_events_per_step`](crate::sched::Builder::max_events_per_step)).
     pub(crate) events_per_step: usize,
     /// The default mailbox capacity (0: unbounded;
@@ -87,6 +91,9 @@ pub(crate) struct Shared<P: Process> {
     pub(crate) timers: Timers<P::Message>,
     /// The thread waiting in `shutdown` for the processes to end.
     pub(crate) stopping: Stopping,
+    /// Processes started and ended per kind, if counted
+    /// (`observe/kind_counts.rs`).
+    pub(crate) kinds: Option<KindCounts>,
     /// The run queues, the idle protocol, the phase and the process table
     /// (`core/`). Last: the table outlives every queue that points into it.
     pub(crate) core: Core<P>,
@@ -124,6 +131,7 @@ impl<P: Process> Shared<P> {
                 return Err(SpawnError::Init(process, ProcessError::Panicked(message)));
             }
         }
+        let kind = process.kind_index();
         let occupant = Occupant::Process(process, joiner);
         let limit = options.capacity_or(self.config.mailbox_capacity);
         let slot = match self
@@ -151,6 +159,9 @@ impl<P: Process> Shared<P> {
         if !self.core.phase.admits() {
             let process = self.withdraw(slot).expect("a created process has its body");
             return Err(SpawnError::ShuttingDown(process));
+        }
+        if let Some(kinds) = &self.kinds {
+            kinds.started(kind);
         }
         Ok(slot)
     }

@@ -14,7 +14,7 @@ use crate::sched::core::idle::Idle;
 use crate::sched::core::phase::{self, Phase};
 use crate::sched::core::table::{Envelope, Slot, Table, Task};
 use crate::sched::observe::histogram::Latency;
-use crate::sched::observe::stats::Counters;
+use crate::sched::observe::stats::{Counter, Counters};
 use crate::sched::observe::watch::StepWatch;
 
 /// What a worker exposes to the others.
@@ -30,6 +30,9 @@ pub(crate) struct Remote<P: Process> {
     /// The worker's latency histograms, if recorded
     /// (`Builder::record_latency`); written by the worker only.
     pub(crate) latency: Option<Box<Latency>>,
+    /// Steps per kind run by this worker, if counted (empty otherwise;
+    /// `observe/kind_counts.rs`); written by the worker only.
+    pub(crate) kind_steps: Box<[Counter]>,
 }
 
 /// The core's shared state.

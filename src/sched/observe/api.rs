@@ -46,6 +46,12 @@ impl<P: Process> Scheduler<P> {
                     schedule: l.schedule.snapshot(),
                 })
                 .collect(),
+            kinds: match &shared.kinds {
+                Some(kinds) => {
+                    kinds.snapshot::<P>(shared.core.remotes.iter().map(|r| &*r.kind_steps))
+                }
+                None => Vec::new(),
+            },
         }
     }
 

@@ -13,6 +13,8 @@ pub(crate) mod histogram;
 #[cfg(not(loom))]
 pub(crate) mod hooks;
 #[cfg(not(loom))]
+pub(crate) mod kind_counts;
+#[cfg(not(loom))]
 pub(crate) mod monitor;
 #[cfg(not(loom))]
 mod ring;

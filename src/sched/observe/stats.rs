@@ -1,6 +1,7 @@
 //! Counters each worker keeps about itself, and the [`Stats`] snapshot.
 
 use crate::sched::observe::histogram::Histogram;
+use crate::sched::observe::kind_counts::KindStats;
 use crate::sync::{AtomicU64, Ordering};
 use core::fmt;
 use std::time::Duration;
@@ -208,6 +209,12 @@ pub struct Stats {
     /// empty otherwise. [`step_latency`](Stats::step_latency) and
     /// [`schedule_latency`](Stats::schedule_latency) merge them.
     pub latency: Vec<WorkerLatency>,
+    /// One entry per kind of the process type
+    /// ([`Process::KINDS`](crate::process::Process::KINDS)), in its order,
+    /// if the builder asked for them
+    /// ([`Builder::count_kinds`](crate::sched::Builder::count_kinds));
+    /// empty otherwise.
+    pub kinds: Vec<KindStats>,
 }
 
 /// One worker's latency histograms, in nanoseconds, as read by

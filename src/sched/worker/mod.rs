@@ -161,6 +161,7 @@ impl<P: Process> Local<P> {
         let trace = (shared.trace.as_ref()).map(|t| Box::new(t.ring()));
         let monitored = shared.config.monitored;
         let timed = shared.config.record_latency || shared.hooks.per_step();
+        let count_kinds = shared.config.count_kinds;
         let nodes = NodeCache::with_limit(node_cache(shared.config.events_per_step));
         Local {
             index,
@@ -201,6 +202,7 @@ impl<P: Process> Local<P> {
                 trace,
                 monitored,
                 timed,
+                count_kinds,
             },
         }
     }

@@ -88,4 +88,6 @@ pub(super) struct Observing {
     /// Whether steps are timed: latency figures are recorded or a per-step
     /// hook is set (`observe/step_hook.rs`). A copy, as `monitored`.
     pub(super) timed: bool,
+    /// Whether steps are counted per kind (`Builder::count_kinds`).
+    pub(super) count_kinds: bool,
 }

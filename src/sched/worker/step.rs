@@ -121,6 +121,9 @@ impl<P: Process> Local<P> {
                 let (end, more) = self.forward(body, pid);
                 break 'body (None, Status::Wait, Forwarded { end, more });
             };
+            if self.observe.count_kinds {
+                self.count_kind_step(process.kind_index());
+            }
             let spawner = LocalSpawner {
                 shared: &self.shared,
                 free: &self.scratch.free,
@@ -230,6 +233,14 @@ impl<P: Process> Local<P> {
             (None, Status::Idle) => Park::Idle,
         };
         self.end(task, park);
+    }
+
+    /// Counts a step of a process of kind `kind` (`observe/kind_counts.rs`).
+    #[inline(never)]
+    fn count_kind_step(&self, kind: usize) {
+        if let Some(steps) = self.shared.core.remotes[self.index].kind_steps.get(kind) {
+            steps.add(1);
+        }
     }
 
     /// Before a timed step (`observe/step_hook.rs`): the start hook, then
