@@ -169,9 +169,12 @@ fn nothing_is_recorded_when_off() {
     scheduler.shutdown(WAIT);
 }
 
+/// What a step hook saw: PID, worker, status, events.
+type Seen = (Pid, usize, StepStatus, usize);
+
 #[test]
 fn the_step_hook_is_called_once_per_step() {
-    let log: Arc<Mutex<Vec<(Pid, usize, StepStatus, usize)>>> = Arc::default();
+    let log: Arc<Mutex<Vec<Seen>>> = Arc::default();
     let starts = Arc::new(AtomicU64::new(0));
     let (sink, count) = (Arc::clone(&log), Arc::clone(&starts));
     let scheduler = Scheduler::builder()
