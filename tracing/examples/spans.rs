@@ -23,7 +23,11 @@ impl Process for Player {
         self.peer = peer;
         Ok(())
     }
-    fn step(&mut self, events: &mut Vec<Event<Self>>, out: &mut StepOutput<'_, Self>) -> Result<(), ()> {
+    fn step(
+        &mut self,
+        events: &mut Vec<Event<Self>>,
+        out: &mut StepOutput<'_, Self>,
+    ) -> Result<(), ()> {
         if let Some(peer) = self.peer.take() {
             out.send(peer, (out.pid(), 4));
         }
@@ -50,8 +54,14 @@ fn main() {
         .workers(2)
         .build()
         .expect("threads start");
-    let pong = scheduler.submit(Player { peer: None }, "pong", None).unwrap();
-    let ping = scheduler.submit_joinable(Player { peer: None }, "ping", Some(pong)).unwrap();
-    ping.join_timeout(Duration::from_secs(5)).expect("ends").unwrap();
+    let pong = scheduler
+        .submit(Player { peer: None }, "pong", None)
+        .unwrap();
+    let ping = scheduler
+        .submit_joinable(Player { peer: None }, "ping", Some(pong))
+        .unwrap();
+    ping.join_timeout(Duration::from_secs(5))
+        .expect("ends")
+        .unwrap();
     scheduler.shutdown(Duration::from_secs(5));
 }

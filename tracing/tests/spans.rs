@@ -63,12 +63,18 @@ impl Visit for Fill<'_> {
     }
 }
 
-impl<S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>> Layer<S> for Keep {
+impl<S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>> Layer<S>
+    for Keep
+{
     fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, _: Context<'_, S>) {
         let mut fields = Fields::new();
         attrs.record(&mut Fill(&mut fields));
         let name = attrs.metadata().name().to_owned();
-        self.0.lock().unwrap().spans.insert(id.into_u64(), (name, fields));
+        self.0
+            .lock()
+            .unwrap()
+            .spans
+            .insert(id.into_u64(), (name, fields));
     }
     fn on_record(&self, id: &Id, values: &Record<'_>, _: Context<'_, S>) {
         let mut seen = self.0.lock().unwrap();
@@ -98,7 +104,10 @@ fn steps_are_spans_with_pid_worker_and_status_and_ends_are_events() {
         .unwrap();
     let handle = scheduler.submit_joinable(Steps(3), "steps", ()).unwrap();
     let pid = handle.pid();
-    handle.join_timeout(Duration::from_secs(10)).expect("ends").unwrap();
+    handle
+        .join_timeout(Duration::from_secs(10))
+        .expect("ends")
+        .unwrap();
     assert!(!scheduler.shutdown(Duration::from_secs(10)).timed_out);
 
     let seen = seen.lock().unwrap();
