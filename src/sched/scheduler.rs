@@ -110,6 +110,9 @@ impl<P: Process> Scheduler<P> {
                 },
             })
             .collect();
+        // Steps are timed (the fine clock's rate measured) for latency
+        // figures or a per-step hook.
+        let timed = config.record_latency || hooks.per_step();
         let shared = Arc::new(Shared {
             commands: Commands { handlers, blocking },
             hooks,
@@ -129,7 +132,7 @@ impl<P: Process> Scheduler<P> {
                 idle: Idle::new(config.workers),
                 depot: CachePadded(crate::sched::core::depot::Depot::new()),
                 phase: crate::sched::core::phase::Phase::new(),
-                clock: CoarseClock::new(config.record_latency),
+                clock: CoarseClock::new(config.record_latency, timed),
                 table: Table::new(config_workers, max_processes),
             },
             config,

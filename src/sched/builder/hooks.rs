@@ -109,7 +109,7 @@ impl<P: Process> Builder<P> {
     /// step (terminated or shut down before it ran).
     ///
     /// Unset, it costs the step one predictable branch; set, the worker
-    /// also reads the OS clock around each step (as for
+    /// also reads the clock around each step (as for
     /// [`on_step`](Builder::on_step)). If it panics, the panic is contained
     /// and counted in [`Stats::hook_panics`](crate::sched::Stats::hook_panics),
     /// and the step runs all the same. It should not block: the step waits
@@ -155,7 +155,9 @@ impl<P: Process> Builder<P> {
     /// (an outside receiver's forwarding is not a step of a process).
     ///
     /// Unset, it costs the step one predictable branch; set, the worker
-    /// reads the OS clock before and after each step. If it panics, the
+    /// reads the clock before and after each step (the TSC where it is
+    /// invariant, else `Instant`; `build` then sleeps 2 ms to measure its
+    /// rate). If it panics, the
     /// panic is contained and counted in
     /// [`Stats::hook_panics`](crate::sched::Stats::hook_panics), and the
     /// process goes on as its step asked. It should not block: the process

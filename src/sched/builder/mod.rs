@@ -285,10 +285,11 @@ impl<P: Process> Builder<P> {
     /// [`WorkerStats::busy`](crate::sched::WorkerStats::busy).
     ///
     /// Off, no step reads a clock for them and nothing is recorded. On,
-    /// each step costs two reads of the OS clock (`Instant`, tens of
-    /// nanoseconds each) and a few stores into the worker's own
-    /// histograms, and each wake one more clock read; the histograms take
-    /// about 8 KiB per worker, allocated at build.
+    /// each step costs two clock reads (the TSC where it is invariant, as
+    /// the tracer's clock, else `Instant`) and a few stores into the
+    /// worker's own histograms, and each wake one more clock read; the
+    /// histograms take about 8 KiB per worker, allocated at build, and
+    /// `build` sleeps 2 ms to measure the clock's rate.
     ///
     /// ```
     /// # use stepsched::process::{Event, NoCommand, Process, StepOutput};

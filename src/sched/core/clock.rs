@@ -20,6 +20,7 @@
 //! (or stays parked), when nothing else refreshes it; it never goes back.
 
 use crate::padded::CachePadded;
+use crate::sched::observe::ticks::Ticks;
 use crate::sync::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -30,16 +31,32 @@ pub(crate) struct CoarseClock {
     /// Whether latency figures are recorded (`Builder::record_latency`):
     /// then wakes stamp their slot with [`fine_now`](Self::fine_now) too.
     fine: bool,
+    /// The fine clock: the TSC where it is invariant, else `Instant`
+    /// (`observe/ticks.rs`), and its nanoseconds per reading (32.32 fixed
+    /// point), measured at build if steps are timed.
+    ticks: Ticks,
+    scale: u64,
     /// Written by refreshers (a `fetch_max` once per millisecond at most),
     /// read by anyone stamping a transition.
     millis: CachePadded<AtomicU64>,
 }
 
 impl CoarseClock {
-    pub(crate) fn new(fine: bool) -> Self {
+    /// A clock starting now. `fine`: wakes stamp fine times; `timed`:
+    /// steps are timed, so the fine clock's rate is measured now (the
+    /// calling thread sleeps 2 ms).
+    pub(crate) fn new(fine: bool, timed: bool) -> Self {
+        let ticks = Ticks::new();
+        let scale = if timed {
+            ticks.scale_q32(Duration::from_millis(2))
+        } else {
+            1 << 32
+        };
         CoarseClock {
             epoch: Instant::now(),
             fine,
+            ticks,
+            scale,
             millis: CachePadded(AtomicU64::new(0)),
         }
     }
@@ -59,11 +76,20 @@ impl CoarseClock {
         self.fine
     }
 
-    /// Nanoseconds since the clock started, read from the OS clock now (an
-    /// `Instant` read: only where latency figures are recorded).
+    /// A fine-clock reading (`rdtsc` where the TSC is invariant, ~10 ns;
+    /// else `Instant` nanoseconds): only where steps are timed. Only
+    /// differences mean anything: [`fine_nanos`](Self::fine_nanos) turns
+    /// one into nanoseconds.
     #[inline]
     pub(crate) fn fine_now(&self) -> u64 {
-        self.epoch.elapsed().as_nanos() as u64
+        self.ticks.now()
+    }
+
+    /// The nanoseconds of `readings`, a difference of two
+    /// [`fine_now`](Self::fine_now) readings.
+    #[inline]
+    pub(crate) fn fine_nanos(&self, readings: u64) -> u64 {
+        ((u128::from(readings) * u128::from(self.scale)) >> 32) as u64
     }
 
     /// Reads the OS clock and advances this one; returns the new value.

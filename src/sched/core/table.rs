@@ -98,7 +98,7 @@ pub(crate) struct Slot<P: Process> {
     /// process dump: published by the holder, zeroed before the slot is
     /// freed, read by the dump; see [`TimerCount`] (`figures.rs`).
     pub(crate) timers: TimerCount,
-    /// When the process was last made Ready, in fine-clock nanoseconds
+    /// When the process was last made Ready, a fine-clock reading
     /// (`CoarseClock::fine_now`), for the schedule-latency histogram: stored
     /// only if latency figures are recorded, by whoever made it Ready (its
     /// creator, a notifier, a terminator, or its worker at the end of a

@@ -5,9 +5,11 @@
 //! histograms (`Builder::record_latency`) are off by default. A worker
 //! copies "any of them on" into one flag of its own (`Observing::timed`),
 //! so a step with all of them off costs one predictable branch before and
-//! one after, and reads no clock. With any on, the worker reads the OS
-//! clock once before the step and once after ([`CoarseClock::fine_now`]),
-//! and both halves run out of line, so the step path stays as short.
+//! one after, and reads no clock. With any on, the worker reads the fine
+//! clock once before the step and once after ([`CoarseClock::fine_now`]:
+//! the TSC where it is invariant, as the tracer's `Ticks`, else
+//! `Instant`), and both halves run out of line, so the step path stays as
+//! short.
 //!
 //! [`CoarseClock::fine_now`]: crate::sched::core::clock::CoarseClock
 
@@ -57,7 +59,7 @@ pub struct StepInfo {
     pub pid: Pid,
     /// The worker that ran it, by index.
     pub worker: usize,
-    /// How long the call of `Process::step` took (OS clock).
+    /// How long the call of `Process::step` took.
     pub duration: Duration,
     /// Events handed to the step (at most `max_events_per_step`, and the
     /// terminate cancel of a last step).

@@ -255,7 +255,8 @@ impl<P: Process> Local<P> {
             // 0 (never stamped) cannot happen for a process created with
             // the figures on; saturating, a stamp from another core's clock
             // that reads ahead of ours counts as 0.
-            latency.schedule.record(now.saturating_sub(slot.ready_at()));
+            let waited = now.saturating_sub(slot.ready_at());
+            latency.schedule.record(shared.core.clock.fine_nanos(waited));
         }
         now
     }
@@ -267,7 +268,7 @@ impl<P: Process> Local<P> {
     fn step_ended(&self, slot: &Slot<P>, pid: Pid, started: u64, given: usize, status: StepStatus) {
         let shared = &*self.shared;
         let now = shared.core.clock.fine_now();
-        let took = now.saturating_sub(started);
+        let took = shared.core.clock.fine_nanos(now.saturating_sub(started));
         let remote = &shared.core.remotes[self.index];
         if let Some(latency) = &remote.latency {
             latency.step.record(took);
