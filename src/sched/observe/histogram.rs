@@ -22,7 +22,7 @@
 //! so its quantiles always fall among its own buckets; a quiet worker's
 //! snapshot is exact.
 
-use crate::sched::observe::stats::Counter;
+use crate::sched::observe::counter::Counter;
 use core::fmt;
 
 /// Buckets per power of two (and the number of exact buckets below it).

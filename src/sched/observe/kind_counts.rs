@@ -12,7 +12,7 @@
 //! allocated.
 
 use crate::process::Process;
-use crate::sched::observe::stats::Counter;
+use crate::sched::observe::counter::Counter;
 use crate::sync::{AtomicU64, Ordering};
 
 /// Processes started and ended per kind, shared by every creator and

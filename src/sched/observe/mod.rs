@@ -7,6 +7,8 @@ pub(crate) mod watch;
 #[cfg(not(loom))]
 mod api;
 #[cfg(not(loom))]
+pub(crate) mod counter;
+#[cfg(not(loom))]
 pub(crate) mod dump;
 #[cfg(not(loom))]
 pub(crate) mod histogram;

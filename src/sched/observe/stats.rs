@@ -1,8 +1,9 @@
 //! Counters each worker keeps about itself, and the [`Stats`] snapshot.
 
+pub(crate) use crate::sched::observe::counter::Counter;
 use crate::sched::observe::histogram::Histogram;
 use crate::sched::observe::kind_counts::KindStats;
-use crate::sync::{AtomicU64, Ordering};
+use crate::sync::AtomicU64;
 use core::fmt;
 use std::time::Duration;
 
@@ -28,33 +29,6 @@ pub(crate) struct Counters {
     pub(crate) timers_cancelled: Counter,
     /// Nanoseconds spent in steps, if latency figures are recorded.
     pub(crate) busy_nanos: Counter,
-}
-
-#[derive(Default)]
-pub(crate) struct Counter(AtomicU64);
-
-impl Counter {
-    /// Adds `n`. Only the owning worker calls this.
-    #[inline]
-    pub(crate) fn add(&self, n: u64) {
-        // Relaxed load and store: single writer; readers want a recent
-        // value, not a synchronisation point.
-        let value = self.0.load(Ordering::Relaxed);
-        self.0.store(value.wrapping_add(n), Ordering::Relaxed);
-    }
-
-    /// Replaces the value (a histogram's min and max). Only the owning
-    /// worker calls this.
-    #[inline]
-    pub(crate) fn set(&self, value: u64) {
-        // Relaxed: single writer, as in `add`.
-        self.0.store(value, Ordering::Relaxed);
-    }
-
-    pub(crate) fn get(&self) -> u64 {
-        // Relaxed: a statistic, read without synchronising with the writer.
-        self.0.load(Ordering::Relaxed)
-    }
 }
 
 impl Counters {

@@ -256,7 +256,9 @@ impl<P: Process> Local<P> {
             // the figures on; saturating, a stamp from another core's clock
             // that reads ahead of ours counts as 0.
             let waited = now.saturating_sub(slot.ready_at());
-            latency.schedule.record(shared.core.clock.fine_nanos(waited));
+            latency
+                .schedule
+                .record(shared.core.clock.fine_nanos(waited));
         }
         now
     }
