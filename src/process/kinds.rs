@@ -328,6 +328,17 @@ macro_rules! kinds {
                     )+
                 }
             }
+
+            const KINDS: &'static [&'static str] = &[$( stringify!($variant) ),+];
+
+            fn kind_index(&self) -> usize {
+                // The variants' positions, as `KINDS` lists them.
+                #[allow(non_camel_case_types, dead_code)]
+                enum Index { $( $variant ),+ }
+                match self {
+                    $( $name::$variant(_) => Index::$variant as usize, )+
+                }
+            }
         }
 
         $(

@@ -165,6 +165,19 @@ pub trait Process: Send + Sized + 'static {
 
     /// Releases resources. Called exactly once for every started process.
     fn close(&mut self) {}
+
+    /// The names of this type's kinds, for per-kind figures
+    /// ([`Builder::count_kinds`](crate::sched::Builder::count_kinds)):
+    /// [`kinds!`](crate::kinds) lists its variants. Empty by default: a
+    /// type of one kind has no per-kind figures.
+    const KINDS: &'static [&'static str] = &[];
+
+    /// The index of this process's kind in [`KINDS`](Process::KINDS)
+    /// (0 by default; [`kinds!`](crate::kinds) matches the variant). An
+    /// index past `KINDS` is not counted.
+    fn kind_index(&self) -> usize {
+        0
+    }
 }
 
 /// A command a process yields; its kind picks the handler.

@@ -91,9 +91,15 @@ pub use outside::join::JoinHandle;
 pub use outside::join_set::{JoinNext, JoinSet};
 
 #[cfg(not(loom))]
+pub use observe::histogram::Histogram;
+#[cfg(not(loom))]
+pub use observe::kind_counts::KindStats;
+#[cfg(not(loom))]
 pub use observe::monitor::{LongStep, DEFAULT_LONG_STEP_THRESHOLD};
 #[cfg(not(loom))]
-pub use observe::stats::{BlockingStats, Stats, TimerStats, WorkerStats};
+pub use observe::stats::{BlockingStats, Stats, TimerStats, WorkerLatency, WorkerStats};
+#[cfg(not(loom))]
+pub use observe::step_hook::{StepInfo, StepStatus};
 #[cfg(not(loom))]
 pub use observe::trace::Trace;
 #[cfg(not(loom))]

@@ -13,6 +13,8 @@ use crate::sched::core::idle::Idle;
 use crate::sched::core::shared::{Core, Remote};
 use crate::sched::core::table::{Table, Task};
 use crate::sched::error::{SendError, TerminateError};
+use crate::sched::observe::histogram::Latency;
+use crate::sched::observe::kind_counts::KindCounts;
 use crate::sched::observe::monitor::{Monitor, MonitorConfig};
 use crate::sched::observe::stats::Counters;
 use crate::sched::observe::stats::Totals;
@@ -100,8 +102,17 @@ impl<P: Process> Scheduler<P> {
                 inject: GlobalQueue::new(),
                 counters: Counters::default(),
                 watch: CachePadded::default(),
+                latency: config.record_latency.then(|| Box::new(Latency::new())),
+                kind_steps: if config.count_kinds {
+                    KindCounts::steps::<P>()
+                } else {
+                    Box::default()
+                },
             })
             .collect();
+        // Steps are timed (the fine clock's rate measured) for latency
+        // figures or a per-step hook.
+        let timed = config.record_latency || hooks.per_step();
         let shared = Arc::new(Shared {
             commands: Commands { handlers, blocking },
             hooks,
@@ -111,13 +122,18 @@ impl<P: Process> Scheduler<P> {
             timers: crate::sched::timer::Timers::new(config_workers),
             stopping: crate::sched::shutdown::stopping::Stopping::new(),
             registry: crate::sched::registry::Registry::new(),
+            kinds: if config.count_kinds {
+                KindCounts::new::<P>()
+            } else {
+                None
+            },
             core: Core {
                 remotes,
                 global: GlobalQueue::new(),
                 idle: Idle::new(config.workers),
                 depot: CachePadded(crate::sched::core::depot::Depot::new()),
                 phase: crate::sched::core::phase::Phase::new(),
-                clock: CoarseClock::new(),
+                clock: CoarseClock::new(config.record_latency, timed),
                 table: Table::new(config_workers, max_processes),
             },
             config,

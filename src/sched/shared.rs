@@ -15,6 +15,7 @@ use crate::sched::commands::handler::Commands;
 use crate::sched::core::shared::Core;
 use crate::sched::core::table::{FreeCache, Item, Occupant, Slot, Task};
 use crate::sched::error::TerminateError;
+use crate::sched::observe::kind_counts::KindCounts;
 use crate::sched::observe::stats::Totals;
 use crate::sched::observe::trace::{Kind as TraceKind, Tracing};
 use crate::sched::outside::join_set::Joiner;
@@ -43,6 +44,12 @@ pub(crate) struct Config {
     /// Whether deliveries and drains are counted per slot, for the process
     /// dump's queued figure ([`Builder::count_queued_events`](crate::sched::Builder::count_queued_events)).
     pub(crate) count_queued: bool,
+    /// Whether workers time their steps and record latency histograms and
+    /// busy time ([`Builder::record_latency`](crate::sched::Builder::record_latency)).
+    pub(crate) record_latency: bool,
+    /// Whether processes and steps are counted per kind
+    /// ([`Builder::count_kinds`](crate::sched::Builder::count_kinds)).
+    pub(crate) count_kinds: bool,
     /// The most events handed to one step ([`Builder::max_events_per_step`](crate::sched::Builder::max_events_per_step)).
     pub(crate) events_per_step: usize,
     /// The default mailbox capacity (0: unbounded;
@@ -87,6 +94,9 @@ pub(crate) struct Shared<P: Process> {
     pub(crate) stopping: Stopping,
     /// Registered names (`registry/`).
     pub(crate) registry: crate::sched::registry::Registry,
+    /// Processes started and ended per kind, if counted
+    /// (`observe/kind_counts.rs`).
+    pub(crate) kinds: Option<KindCounts>,
     /// The run queues, the idle protocol, the phase and the process table
     /// (`core/`). Last: the table outlives every queue that points into it.
     pub(crate) core: Core<P>,
@@ -137,6 +147,7 @@ impl<P: Process> Shared<P> {
                 return Err(SpawnError::Init(process, ProcessError::Panicked(message)));
             }
         }
+        let kind = process.kind_index();
         let occupant = Occupant::Process(process, joiner);
         let limit = options.capacity_or(self.config.mailbox_capacity);
         let slot = match self
@@ -150,6 +161,10 @@ impl<P: Process> Shared<P> {
             }
             Err((Occupant::Outside(_), _)) => unreachable!("inserted a process"),
         };
+        // Ready from now, for the schedule-latency histogram (if recorded).
+        if self.core.clock.fine() {
+            slot.mark_ready(self.core.clock.fine_now());
+        }
         // The creator half of the Dekker pair in `phase.rs`: either this
         // sees the shutdown, and we withdraw the process, or shutdown's scan
         // sees the process Ready (and cancels it) and its live count
@@ -175,6 +190,9 @@ impl<P: Process> Shared<P> {
                     _ => SpawnError::ShuttingDown(process),
                 });
             }
+        }
+        if let Some(kinds) = &self.kinds {
+            kinds.started(kind);
         }
         Ok(slot)
     }
@@ -217,7 +235,7 @@ impl<P: Process> Shared<P> {
             .ok_or(TerminateError::NoSuchProcess)?;
         match slot.state.terminate(pid.generation()) {
             Notify::Schedule => {
-                slot.stamp(self.core.clock.now());
+                slot.stamp_ready(&self.core.clock);
                 self.core.schedule_remote(Task::new(slot));
                 Ok(())
             }

@@ -4,6 +4,7 @@
 
 use super::Builder;
 use crate::process::{Event, Outcome, Pid, Process};
+use crate::sched::observe::step_hook::StepInfo;
 #[cfg(doc)]
 use crate::sched::Scheduler;
 
@@ -98,6 +99,97 @@ impl<P: Process> Builder<P> {
     /// not block: the worker and the process it holds wait for it.
     pub fn on_undelivered(mut self, f: impl Fn(Pid, Event<P>) + Send + Sync + 'static) -> Self {
         self.hooks.on_undelivered = Some(Box::new(f));
+        self
+    }
+
+    /// Runs on the worker just before each step, with the process's PID
+    /// and the worker's index: the place to enter a span that
+    /// [`on_step`](Builder::on_step) (which runs after the same step, on
+    /// the same thread) leaves. Not called for a process closed without a
+    /// step (terminated or shut down before it ran).
+    ///
+    /// Unset, it costs the step one predictable branch; set, the worker
+    /// also reads the clock around each step (as for
+    /// [`on_step`](Builder::on_step)). If it panics, the panic is contained
+    /// and counted in [`Stats::hook_panics`](crate::sched::Stats::hook_panics),
+    /// and the step runs all the same. It should not block: the step waits
+    /// for it.
+    ///
+    /// ```
+    /// # use stepsched::process::{Event, NoCommand, Process, StepOutput};
+    /// # struct Job;
+    /// # impl Process for Job {
+    /// #     type Input = (); type Message = (); type Command = NoCommand;
+    /// #     type Reply = (); type Output = (); type Error = ();
+    /// #     fn init(&mut self, _: &str, _: ()) -> Result<(), ()> { Ok(()) }
+    /// #     fn step(&mut self, _: &mut Vec<Event<Self>>, out: &mut StepOutput<'_, Self>) -> Result<(), ()> {
+    /// #         out.done(()); Ok(())
+    /// #     }
+    /// # }
+    /// use std::sync::atomic::{AtomicU64, Ordering};
+    /// use std::sync::Arc;
+    /// use stepsched::sched::Scheduler;
+    ///
+    /// let started = Arc::new(AtomicU64::new(0));
+    /// let seen = Arc::clone(&started);
+    /// let scheduler = Scheduler::builder()
+    ///     .workers(1)
+    ///     .on_step_start(move |_pid, _worker| {
+    ///         seen.fetch_add(1, Ordering::Relaxed);
+    ///     })
+    ///     .build()?;
+    /// scheduler.submit_joinable(Job, "job", ()).unwrap().join().unwrap();
+    /// assert_eq!(started.load(Ordering::Relaxed), 1);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn on_step_start(mut self, f: impl Fn(Pid, usize) + Send + Sync + 'static) -> Self {
+        self.hooks.on_step_start = Some(Box::new(f));
+        self
+    }
+
+    /// Runs on the worker right after each step returns (before the step's
+    /// spawns, sends and commands are applied), with a [`StepInfo`]: the
+    /// PID, the worker, how long the step took, how many events it was
+    /// given and how it ended. Exactly once per step counted in
+    /// [`WorkerStats::steps`](crate::sched::WorkerStats::steps) of a process
+    /// (an outside receiver's forwarding is not a step of a process).
+    ///
+    /// Unset, it costs the step one predictable branch; set, the worker
+    /// reads the clock before and after each step (the TSC where it is
+    /// invariant, else `Instant`; `build` then sleeps 2 ms to measure its
+    /// rate). If it panics, the
+    /// panic is contained and counted in
+    /// [`Stats::hook_panics`](crate::sched::Stats::hook_panics), and the
+    /// process goes on as its step asked. It should not block: the process
+    /// and the worker wait for it.
+    ///
+    /// ```
+    /// # use stepsched::process::{Event, NoCommand, Process, StepOutput};
+    /// # struct Job;
+    /// # impl Process for Job {
+    /// #     type Input = (); type Message = (); type Command = NoCommand;
+    /// #     type Reply = (); type Output = (); type Error = ();
+    /// #     fn init(&mut self, _: &str, _: ()) -> Result<(), ()> { Ok(()) }
+    /// #     fn step(&mut self, _: &mut Vec<Event<Self>>, out: &mut StepOutput<'_, Self>) -> Result<(), ()> {
+    /// #         out.done(()); Ok(())
+    /// #     }
+    /// # }
+    /// use std::sync::{Arc, Mutex};
+    /// use stepsched::sched::{Scheduler, StepStatus};
+    ///
+    /// let log = Arc::new(Mutex::new(Vec::new()));
+    /// let sink = Arc::clone(&log);
+    /// let scheduler = Scheduler::builder()
+    ///     .workers(1)
+    ///     .on_step(move |info| sink.lock().unwrap().push((info.pid, info.status)))
+    ///     .build()?;
+    /// let pid = scheduler.submit(Job, "job", ()).unwrap();
+    /// scheduler.shutdown(std::time::Duration::from_secs(5));
+    /// assert_eq!(*log.lock().unwrap(), [(pid, StepStatus::Done)]);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn on_step(mut self, f: impl Fn(&StepInfo) + Send + Sync + 'static) -> Self {
+        self.hooks.on_step = Some(Box::new(f));
         self
     }
 }

@@ -20,21 +20,43 @@
 //! (or stays parked), when nothing else refreshes it; it never goes back.
 
 use crate::padded::CachePadded;
+use crate::sched::observe::ticks::Ticks;
 use crate::sync::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-/// Milliseconds since `epoch`, refreshed now and then (module docs).
+/// Milliseconds since `epoch`, refreshed now and then (module docs); and,
+/// if the builder asked for latency figures, a fine clock beside it.
 pub(crate) struct CoarseClock {
     epoch: Instant,
+    /// Whether latency figures are recorded (`Builder::record_latency`):
+    /// then wakes stamp their slot with [`fine_now`](Self::fine_now) too.
+    fine: bool,
+    /// The fine clock: the TSC where it is invariant, else `Instant`
+    /// (`observe/ticks.rs`), and its nanoseconds per reading (32.32 fixed
+    /// point), measured at build if steps are timed.
+    ticks: Ticks,
+    scale: u64,
     /// Written by refreshers (a `fetch_max` once per millisecond at most),
     /// read by anyone stamping a transition.
     millis: CachePadded<AtomicU64>,
 }
 
 impl CoarseClock {
-    pub(crate) fn new() -> Self {
+    /// A clock starting now. `fine`: wakes stamp fine times; `timed`:
+    /// steps are timed, so the fine clock's rate is measured now (the
+    /// calling thread sleeps 2 ms).
+    pub(crate) fn new(fine: bool, timed: bool) -> Self {
+        let ticks = Ticks::new();
+        let scale = if timed {
+            ticks.scale_q32(Duration::from_millis(2))
+        } else {
+            1 << 32
+        };
         CoarseClock {
             epoch: Instant::now(),
+            fine,
+            ticks,
+            scale,
             millis: CachePadded(AtomicU64::new(0)),
         }
     }
@@ -45,6 +67,29 @@ impl CoarseClock {
         // Relaxed: a timestamp, not a synchronisation point; pairs with the
         // `fetch_max` in `refresh` only in that it reads some recent value.
         self.millis.load(Ordering::Relaxed)
+    }
+
+    /// Whether latency figures are recorded, so that a wake stamps its
+    /// slot with [`fine_now`](Self::fine_now) (one predictable branch).
+    #[inline]
+    pub(crate) fn fine(&self) -> bool {
+        self.fine
+    }
+
+    /// A fine-clock reading (`rdtsc` where the TSC is invariant, ~10 ns;
+    /// else `Instant` nanoseconds): only where steps are timed. Only
+    /// differences mean anything: [`fine_nanos`](Self::fine_nanos) turns
+    /// one into nanoseconds.
+    #[inline]
+    pub(crate) fn fine_now(&self) -> u64 {
+        self.ticks.now()
+    }
+
+    /// The nanoseconds of `readings`, a difference of two
+    /// [`fine_now`](Self::fine_now) readings.
+    #[inline]
+    pub(crate) fn fine_nanos(&self, readings: u64) -> u64 {
+        ((u128::from(readings) * u128::from(self.scale)) >> 32) as u64
     }
 
     /// Reads the OS clock and advances this one; returns the new value.

@@ -13,7 +13,8 @@ use crate::sched::core::global::GlobalQueue;
 use crate::sched::core::idle::Idle;
 use crate::sched::core::phase::{self, Phase};
 use crate::sched::core::table::{Envelope, Slot, Table, Task};
-use crate::sched::observe::stats::Counters;
+use crate::sched::observe::histogram::Latency;
+use crate::sched::observe::stats::{Counter, Counters};
 use crate::sched::observe::watch::StepWatch;
 
 /// What a worker exposes to the others.
@@ -26,6 +27,12 @@ pub(crate) struct Remote<P: Process> {
     pub(crate) counters: Counters,
     /// The worker's current step, for the long-step monitor.
     pub(crate) watch: CachePadded<StepWatch>,
+    /// The worker's latency histograms, if recorded
+    /// (`Builder::record_latency`); written by the worker only.
+    pub(crate) latency: Option<Box<Latency>>,
+    /// Steps per kind run by this worker, if counted (empty otherwise;
+    /// `observe/kind_counts.rs`); written by the worker only.
+    pub(crate) kind_steps: Box<[Counter]>,
 }
 
 /// The core's shared state.
@@ -79,7 +86,7 @@ impl<P: Process> Core<P> {
         if !slot.state.claim(pid.generation(), kind) {
             return None;
         }
-        slot.stamp(self.clock.now());
+        slot.stamp_ready(&self.clock);
         Some(slot)
     }
 

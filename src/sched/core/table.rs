@@ -30,6 +30,7 @@ use core::ptr::NonNull;
 
 use crate::sched::bound::Bound;
 pub(crate) use crate::sched::core::body::{Body, Occupant};
+use crate::sched::core::clock::CoarseClock;
 use crate::sched::core::slab::{FreeList, Pages};
 use crate::sched::links::Signal;
 use crate::sched::observe::figures::{Figures, QueueCounts, TimerCount};
@@ -102,6 +103,14 @@ pub(crate) struct Slot<P: Process> {
     /// process dump: published by the holder, zeroed before the slot is
     /// freed, read by the dump; see [`TimerCount`] (`figures.rs`).
     pub(crate) timers: TimerCount,
+    /// When the process was last made Ready, a fine-clock reading
+    /// (`CoarseClock::fine_now`), for the schedule-latency histogram: stored
+    /// only if latency figures are recorded, by whoever made it Ready (its
+    /// creator, a notifier, a terminator, or its worker at the end of a
+    /// step), before the queue push that hands the process to a worker, so
+    /// the worker's pop (Acquire) makes it visible. A figure: it guards
+    /// nothing.
+    pub(crate) ready_at: AtomicU64,
 }
 
 // SAFETY: `body` is only accessed by the one thread that holds the process
@@ -128,6 +137,7 @@ impl<P: Process> Slot<P> {
             named: AtomicBool::new(false),
             link_counts: AtomicU64::new(0),
             timers: TimerCount::new(),
+            ready_at: AtomicU64::new(0),
         }
     }
 
@@ -174,6 +184,33 @@ impl<P: Process> Slot<P> {
     #[inline]
     pub(crate) fn stamp(&self, now: u64) {
         self.figures.stamp(now);
+    }
+
+    /// [`stamp`](Self::stamp)s a transition to Ready, and, if latency
+    /// figures are recorded, its fine time ([`ready_at`](Self::ready_at)).
+    /// By the party that made it Ready, before it queues the process.
+    #[inline]
+    pub(crate) fn stamp_ready(&self, clock: &CoarseClock) {
+        self.figures.stamp(clock.now());
+        if clock.fine() {
+            self.mark_ready(clock.fine_now());
+        }
+    }
+
+    /// Records that the process became Ready at `at` (fine clock).
+    #[inline]
+    pub(crate) fn mark_ready(&self, at: u64) {
+        // Relaxed: a figure; the queue push that follows publishes it to
+        // the worker that pops the process (field docs).
+        self.ready_at.store(at, Ordering::Relaxed);
+    }
+
+    /// When the process was last made Ready (fine clock; 0 if never
+    /// stamped). By the worker about to step it.
+    #[inline]
+    pub(crate) fn ready_at(&self) -> u64 {
+        // Relaxed: ordered by the queue pop that handed us the process.
+        self.ready_at.load(Ordering::Relaxed)
     }
 
     /// Counts a step. Only the worker holding the process calls this.

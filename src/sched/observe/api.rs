@@ -5,7 +5,7 @@ use crate::process::{Pid, Process};
 use crate::sched::links::unpack_counts;
 use crate::sched::observe::dump::ProcessInfo;
 use crate::sched::observe::figures::Entry;
-use crate::sched::observe::stats::{Stats, TimerStats};
+use crate::sched::observe::stats::{Stats, TimerStats, WorkerLatency};
 use crate::sched::observe::trace::Trace;
 use crate::sched::Scheduler;
 use crate::sync::Ordering;
@@ -39,6 +39,19 @@ impl<P: Process> Scheduler<P> {
             sleeping,
             blocking: shared.commands.blocking.stats(),
             timers: TimerStats::sum(shared.core.remotes.iter().map(|r| &r.counters)),
+            latency: (shared.core.remotes.iter())
+                .filter_map(|r| r.latency.as_deref())
+                .map(|l| WorkerLatency {
+                    step: l.step.snapshot(),
+                    schedule: l.schedule.snapshot(),
+                })
+                .collect(),
+            kinds: match &shared.kinds {
+                Some(kinds) => {
+                    kinds.snapshot::<P>(shared.core.remotes.iter().map(|r| &*r.kind_steps))
+                }
+                None => Vec::new(),
+            },
         }
     }
 

@@ -2,10 +2,13 @@
 //! `on_park`, ...), each called with its panic contained.
 
 use crate::process::{Event, Outcome, Pid, Process};
+use crate::sched::observe::step_hook::StepInfo;
 use crate::sync::{AtomicU64, Ordering};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 type WorkerHook = Box<dyn Fn(usize) + Send + Sync>;
+type StepStartHook = Box<dyn Fn(Pid, usize) + Send + Sync>;
+type StepHook = Box<dyn Fn(&StepInfo) + Send + Sync>;
 
 /// The embedder's callbacks, and the count of their contained panics.
 ///
@@ -24,6 +27,8 @@ pub(crate) struct Hooks<P: Process> {
     pub(crate) on_complete: Option<Box<dyn Fn(Pid, &Outcome<P>) + Send + Sync>>,
     #[allow(clippy::type_complexity)]
     pub(crate) on_undelivered: Option<Box<dyn Fn(Pid, Event<P>) + Send + Sync>>,
+    pub(crate) on_step_start: Option<StepStartHook>,
+    pub(crate) on_step: Option<StepHook>,
     /// Hook calls that panicked ([`Stats::hook_panics`](crate::sched::Stats::hook_panics)).
     /// Added to by any worker (and by `shutdown`), read by `stats`.
     panics: AtomicU64,
@@ -39,6 +44,8 @@ impl<P: Process> Hooks<P> {
             on_unpark: None,
             on_complete: None,
             on_undelivered: None,
+            on_step_start: None,
+            on_step: None,
             panics: AtomicU64::new(0),
         }
     }
@@ -90,6 +97,25 @@ impl<P: Process> Hooks<P> {
     pub(crate) fn unpark(&self, worker: usize) {
         if let Some(hook) = &self.on_unpark {
             self.contain(|| hook(worker));
+        }
+    }
+
+    /// Whether a per-step hook is set (the worker then times its steps).
+    pub(crate) fn per_step(&self) -> bool {
+        self.on_step_start.is_some() || self.on_step.is_some()
+    }
+
+    /// `on_step_start`, contained.
+    pub(crate) fn step_start(&self, pid: Pid, worker: usize) {
+        if let Some(hook) = &self.on_step_start {
+            self.contain(|| hook(pid, worker));
+        }
+    }
+
+    /// `on_step`, contained.
+    pub(crate) fn step_end(&self, info: &StepInfo) {
+        if let Some(hook) = &self.on_step {
+            self.contain(|| hook(info));
         }
     }
 

@@ -1,7 +1,11 @@
 //! Counters each worker keeps about itself, and the [`Stats`] snapshot.
 
-use crate::sync::{AtomicU64, Ordering};
+pub(crate) use crate::sched::observe::counter::Counter;
+use crate::sched::observe::histogram::Histogram;
+use crate::sched::observe::kind_counts::KindStats;
+use crate::sync::AtomicU64;
 use core::fmt;
+use std::time::Duration;
 
 /// Counters written by one worker only and read by anyone.
 ///
@@ -23,25 +27,8 @@ pub(crate) struct Counters {
     pub(crate) timers_fired: Counter,
     pub(crate) timers_late: Counter,
     pub(crate) timers_cancelled: Counter,
-}
-
-#[derive(Default)]
-pub(crate) struct Counter(AtomicU64);
-
-impl Counter {
-    /// Adds `n`. Only the owning worker calls this.
-    #[inline]
-    pub(crate) fn add(&self, n: u64) {
-        // Relaxed load and store: single writer; readers want a recent
-        // value, not a synchronisation point.
-        let value = self.0.load(Ordering::Relaxed);
-        self.0.store(value.wrapping_add(n), Ordering::Relaxed);
-    }
-
-    pub(crate) fn get(&self) -> u64 {
-        // Relaxed: a statistic, read without synchronising with the writer.
-        self.0.load(Ordering::Relaxed)
-    }
+    /// Nanoseconds spent in steps, if latency figures are recorded.
+    pub(crate) busy_nanos: Counter,
 }
 
 impl Counters {
@@ -57,6 +44,7 @@ impl Counters {
             parks: self.parks.get(),
             parks_cancelled: self.parks_cancelled.get(),
             wakeups: self.wakeups.get(),
+            busy: Duration::from_nanos(self.busy_nanos.get()),
             local_queue,
         }
     }
@@ -98,6 +86,12 @@ pub struct WorkerStats {
     pub wakeups: u64,
     /// Processes in its local deque when read.
     pub local_queue: usize,
+    /// Time spent in steps (the calls of `Process::step`; not the handlers,
+    /// hooks and closes the worker runs around them), if the builder asked
+    /// for latency figures
+    /// ([`Builder::record_latency`](crate::sched::Builder::record_latency)),
+    /// else zero. Busy time over wall time is the worker's utilisation.
+    pub busy: Duration,
 }
 
 /// The blocking pool's counts, as read by
@@ -184,9 +178,63 @@ pub struct Stats {
     pub blocking: BlockingStats,
     /// Timers, summed over the workers.
     pub timers: TimerStats,
+    /// One entry per worker, by index, if the builder asked for latency
+    /// figures ([`Builder::record_latency`](crate::sched::Builder::record_latency));
+    /// empty otherwise. [`step_latency`](Stats::step_latency) and
+    /// [`schedule_latency`](Stats::schedule_latency) merge them.
+    pub latency: Vec<WorkerLatency>,
+    /// One entry per kind of the process type
+    /// ([`Process::KINDS`](crate::process::Process::KINDS)), in its order,
+    /// if the builder asked for them
+    /// ([`Builder::count_kinds`](crate::sched::Builder::count_kinds));
+    /// empty otherwise.
+    pub kinds: Vec<KindStats>,
+}
+
+/// One worker's latency histograms, in nanoseconds, as read by
+/// [`Scheduler::stats`](crate::sched::Scheduler::stats) (see
+/// [`Builder::record_latency`](crate::sched::Builder::record_latency)).
+/// Each is read while the worker may record: a histogram's sum may be
+/// ahead of or behind its buckets by the steps run meanwhile, and its
+/// count is always its buckets' sum.
+///
+/// Non-exhaustive: histograms may be added in a minor release (see
+/// [`WorkerStats`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct WorkerLatency {
+    /// How long each step ran (the call of `Process::step`).
+    pub step: Histogram,
+    /// From the moment each stepped process was made Ready (created,
+    /// woken by a message, a completion, a timer or a terminate, or
+    /// requeued by its own `Continue`, which stamps the end of that step)
+    /// to the start of its step. The Ready stamp is taken by whoever made
+    /// the process Ready, on its thread's clock reading, so it includes the
+    /// queueing and the search, not the sender's own work.
+    pub schedule: Histogram,
 }
 
 impl Stats {
+    /// Every worker's step-latency histogram, merged (empty if latency
+    /// figures are not recorded).
+    pub fn step_latency(&self) -> Histogram {
+        let mut all = Histogram::new();
+        for w in &self.latency {
+            all.merge(&w.step);
+        }
+        all
+    }
+
+    /// Every worker's schedule-latency histogram, merged (empty if latency
+    /// figures are not recorded).
+    pub fn schedule_latency(&self) -> Histogram {
+        let mut all = Histogram::new();
+        for w in &self.latency {
+            all.merge(&w.schedule);
+        }
+        all
+    }
+
     /// The sum of every worker's counters.
     pub fn total(&self) -> WorkerStats {
         self.workers
@@ -202,6 +250,7 @@ impl Stats {
                 parks: a.parks + w.parks,
                 parks_cancelled: a.parks_cancelled + w.parks_cancelled,
                 wakeups: a.wakeups + w.wakeups,
+                busy: a.busy + w.busy,
                 local_queue: a.local_queue + w.local_queue,
             })
     }

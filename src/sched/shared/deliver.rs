@@ -215,7 +215,7 @@ impl<P: Process> Shared<P> {
     fn notify_pushed(&self, slot: &Slot<P>, pid: Pid, kind: Wake) -> (Option<Task<P>>, bool) {
         match slot.state.notify(pid.generation(), kind) {
             Notify::Schedule => {
-                slot.stamp(self.core.clock.now());
+                slot.stamp_ready(&self.core.clock);
                 (Some(Task::new(slot)), true)
             }
             Notify::Nothing => (None, true),

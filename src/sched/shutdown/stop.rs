@@ -235,7 +235,7 @@ impl<P: Process> Scheduler<P> {
         for slot in shared.core.table.slots() {
             let generation = slot.state.load().generation();
             if slot.state.terminate(generation) == Notify::Schedule {
-                slot.stamp(shared.core.clock.now());
+                slot.stamp_ready(&shared.core.clock);
                 shared.core.schedule_remote(Task::new(slot));
             }
         }

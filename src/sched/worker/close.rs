@@ -87,6 +87,9 @@ impl<P: Process> Local<P> {
             }
         }
         if let Some(mut process) = process {
+            if let Some(kinds) = &self.shared.kinds {
+                kinds.ended(process.kind_index());
+            }
             let closed = catch_unwind(AssertUnwindSafe(move || {
                 process.close();
                 drop(process);

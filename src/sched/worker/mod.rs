@@ -160,6 +160,8 @@ impl<P: Process> Local<P> {
         // Allocated here, before the worker runs: recording never allocates.
         let trace = (shared.trace.as_ref()).map(|t| Box::new(t.ring()));
         let monitored = shared.config.monitored;
+        let timed = shared.config.record_latency || shared.hooks.per_step();
+        let count_kinds = shared.config.count_kinds;
         let nodes = NodeCache::with_limit(node_cache(shared.config.events_per_step));
         Local {
             index,
@@ -199,6 +201,8 @@ impl<P: Process> Local<P> {
                 clock: StepClock::new(),
                 trace,
                 monitored,
+                timed,
+                count_kinds,
             },
         }
     }

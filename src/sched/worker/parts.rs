@@ -85,4 +85,9 @@ pub(super) struct Observing {
     /// Whether a long-step monitor runs (a copy of the configuration's
     /// flag, on a line the worker already has).
     pub(super) monitored: bool,
+    /// Whether steps are timed: latency figures are recorded or a per-step
+    /// hook is set (`observe/step_hook.rs`). A copy, as `monitored`.
+    pub(super) timed: bool,
+    /// Whether steps are counted per kind (`Builder::count_kinds`).
+    pub(super) count_kinds: bool,
 }

@@ -10,11 +10,13 @@ use crate::process::{
     panic_message, Cancel, Event, Outcome, Pid, Process, ProcessError, Status, StepOutput,
 };
 use crate::sched::core::table::{Body, Envelope, Item, Slot, Task};
+use crate::sched::observe::step_hook::{StepInfo, StepStatus};
 use crate::sched::observe::trace::{self, Kind};
 use crate::sched::observe::watch::StepWatch;
 use crate::sched::shared::{phase, LocalSpawner};
 use crate::sync::Ordering;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::time::Duration;
 
 /// How the step's block ended: a process stepped (and whether what it
 /// carries must run it again), or an outside receiver's messages forwarded.
@@ -119,6 +121,9 @@ impl<P: Process> Local<P> {
                 let (end, more) = self.forward(body, pid);
                 break 'body (None, Status::Wait, Forwarded { end, more });
             };
+            if self.observe.count_kinds {
+                self.count_kind_step(process.kind_index());
+            }
             let spawner = LocalSpawner {
                 shared: &self.shared,
                 free: &self.scratch.free,
@@ -126,6 +131,14 @@ impl<P: Process> Local<P> {
             if let Some(ring) = &mut self.observe.trace {
                 ring.begin_step();
             }
+            // One branch when nothing wants the step's time
+            // (`observe/step_hook.rs`).
+            let timed = self.observe.timed;
+            let (started, given) = if timed {
+                (self.step_started(slot, pid), self.scratch.events.len())
+            } else {
+                (0, 0)
+            };
             let mut out = StepOutput::new(
                 pid,
                 &mut self.scratch.effects,
@@ -136,6 +149,16 @@ impl<P: Process> Local<P> {
             let events = &mut self.scratch.events;
             let result = catch_unwind(AssertUnwindSafe(|| process.step(events, &mut out)));
             let status = out.take_status();
+            if timed {
+                let ended = match (&result, &status) {
+                    (Ok(Ok(())), Status::Continue) => StepStatus::Continue,
+                    (Ok(Ok(())), Status::Wait) => StepStatus::Wait,
+                    (Ok(Ok(())), Status::Idle) => StepStatus::Idle,
+                    (Ok(Ok(())), Status::Done(_)) => StepStatus::Done,
+                    _ => StepStatus::Failed,
+                };
+                self.step_ended(slot, pid, started, given, ended);
+            }
             self.carry_leftovers(body);
             // Whether what is carried would wake the process from `Idle`
             // (any event) or from `Wait` (a completion or cancel, which may
@@ -210,6 +233,62 @@ impl<P: Process> Local<P> {
             (None, Status::Idle) => Park::Idle,
         };
         self.end(task, park);
+    }
+
+    /// Counts a step of a process of kind `kind` (`observe/kind_counts.rs`).
+    #[inline(never)]
+    fn count_kind_step(&self, kind: usize) {
+        if let Some(steps) = self.shared.core.remotes[self.index].kind_steps.get(kind) {
+            steps.add(1);
+        }
+    }
+
+    /// Before a timed step (`observe/step_hook.rs`): the start hook, then
+    /// the clock reading the step starts at, and the schedule latency since
+    /// the process was made Ready. Returns the reading.
+    #[inline(never)]
+    fn step_started(&self, slot: &Slot<P>, pid: Pid) -> u64 {
+        let shared = &*self.shared;
+        shared.hooks.step_start(pid, self.index);
+        let now = shared.core.clock.fine_now();
+        if let Some(latency) = &shared.core.remotes[self.index].latency {
+            // 0 (never stamped) cannot happen for a process created with
+            // the figures on; saturating, a stamp from another core's clock
+            // that reads ahead of ours counts as 0.
+            let waited = now.saturating_sub(slot.ready_at());
+            latency
+                .schedule
+                .record(shared.core.clock.fine_nanos(waited));
+        }
+        now
+    }
+
+    /// After a timed step that began at `started` and was given `given`
+    /// events: its latency and busy time, the Ready stamp of a process
+    /// that runs again, then the step hook.
+    #[inline(never)]
+    fn step_ended(&self, slot: &Slot<P>, pid: Pid, started: u64, given: usize, status: StepStatus) {
+        let shared = &*self.shared;
+        let now = shared.core.clock.fine_now();
+        let took = shared.core.clock.fine_nanos(now.saturating_sub(started));
+        let remote = &shared.core.remotes[self.index];
+        if let Some(latency) = &remote.latency {
+            latency.step.record(took);
+            remote.counters.busy_nanos.add(took);
+            // Still Running: no notifier stamps it meanwhile. A process
+            // that runs again (`Continue`, or woken during the step) is
+            // Ready from now; one that parks is stamped by its waker.
+            slot.mark_ready(now);
+        }
+        if shared.hooks.on_step.is_some() {
+            shared.hooks.step_end(&StepInfo {
+                pid,
+                worker: self.index,
+                duration: Duration::from_nanos(took),
+                events: given,
+                status,
+            });
+        }
     }
 
     /// Ends the step of `task`, which waits for a completion: parks it

@@ -241,9 +241,13 @@ fn stepsched_only() -> bool {
 /// ring, e.g. 65536; the rings wrap, so any size costs the same per event);
 /// every mailbox bounded if `STEPSCHED_MAILBOX_CAPACITY` is set (to the
 /// capacity, large enough that nothing is refused: it measures the cost of
-/// counting).
+/// counting); latency figures recorded if `STEPSCHED_RECORD_LATENCY` is
+/// set (`Builder::record_latency`: it measures the cost of timing steps).
 fn scenario_builder<P: Process>() -> stepsched::sched::Builder<P> {
     let mut builder = Scheduler::<P>::builder().workers(WORKERS);
+    if std::env::var_os("STEPSCHED_RECORD_LATENCY").is_some() {
+        builder = builder.record_latency(true);
+    }
     if let Ok(capacity) = std::env::var("STEPSCHED_MAILBOX_CAPACITY") {
         builder = builder.mailbox_capacity(capacity.parse().expect("STEPSCHED_MAILBOX_CAPACITY"));
     }
