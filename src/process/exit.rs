@@ -17,15 +17,21 @@ use core::fmt;
 /// | `Panicked` | `{panic, ..}` | panicked in `step`, `close` or a command handler |
 /// | `Terminated` | `kill` | was ended by [`Scheduler::terminate`](crate::sched::Scheduler::terminate) |
 /// | `Linked(pid)` | the linked reason | was ended by the abnormal end of `pid`, a process linked to it that it did not trap (its outcome: `Terminated`) |
-/// | `Shutdown` | `shutdown` | was closed by the scheduler's shutdown |
+/// | `Killed` | `killed` | was ended by [`StepOutput::kill`](super::StepOutput::kill), OTP's untrappable `exit(Pid, kill)` (its outcome: `Terminated`) |
+/// | `Shutdown` | `shutdown` | was closed by the scheduler's shutdown (or sent as an exit's reason: a supervisor stopping a child) |
+/// | `Exit(summary)` | any other term | was ended by an [`exit`](super::StepOutput::exit) with this reason |
 /// | `NoProc` | `noproc` | had already ended, or never existed, when the monitor or link was set |
 ///
 /// Only `Done` is a normal end: a linked process that does not trap exits
 /// is terminated by any other reason (see
 /// [`StepOutput::link`](super::StepOutput::link)).
 ///
-/// The reason is always the process's own outcome, the one its joiner
-/// gets: an exit that reaches a process already ending (during its last
+/// The reason is the process's own outcome, the one its joiner gets, but
+/// for a process ended by an exit signal: its outcome is then
+/// [`ProcessError::Terminated`](super::ProcessError::Terminated), and its
+/// watchers and links are told the reason the exit carried (`Linked` for a
+/// link's, `Killed` for a kill's, the reason given to
+/// [`StepOutput::exit`](super::StepOutput::exit) otherwise). An exit that reaches a process already ending (during its last
 /// step, or once a terminate or shutdown closes it) changes nothing, and
 /// two linked processes that fail together each tell their own failure.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -45,11 +51,20 @@ pub enum ExitReason {
     /// Told only then: a process that ended by itself, or by a terminate,
     /// with that exit on its way is told with its own reason.
     Linked(super::Pid),
-    /// The scheduler's shutdown closed it.
+    /// The scheduler's shutdown closed it, or an
+    /// [`exit`](super::StepOutput::exit) with this reason ended it (OTP's
+    /// `shutdown`: what a supervisor sends a child it stops).
     Shutdown,
     /// No such process: it had already ended (or never existed) when the
     /// monitor or link reached it.
     NoProc,
+    /// A [`StepOutput::kill`](super::StepOutput::kill) ended it: the
+    /// untrappable exit (OTP's `kill`, told as `killed`, which is itself
+    /// an ordinary, trappable reason when sent with `exit`).
+    Killed,
+    /// An [`exit`](super::StepOutput::exit) ended it with a reason of the
+    /// sender's own words (any OTP term that is not one of the above).
+    Exit(Summary),
 }
 
 impl ExitReason {
@@ -70,6 +85,8 @@ impl fmt::Display for ExitReason {
             ExitReason::Linked(pid) => write!(f, "ended with linked process {pid}"),
             ExitReason::Shutdown => f.write_str("closed by shutdown"),
             ExitReason::NoProc => f.write_str("no such process"),
+            ExitReason::Killed => f.write_str("killed"),
+            ExitReason::Exit(why) => write!(f, "exited: {why}"),
         }
     }
 }

@@ -1,6 +1,6 @@
 //! [`StepOutput`]: what a step asks of the scheduler, and its [`Status`].
 
-use super::{Pid, Process, ProcessError};
+use super::{ExitReason, Pid, Process, ProcessError};
 use crate::sync::{AtomicU64, Ordering};
 use core::fmt;
 
@@ -157,14 +157,19 @@ pub(crate) struct Effects<P: Process> {
 }
 
 /// A monitor or link request of a step ([`StepOutput::monitor`] and the
-/// others).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// others), or an exit signal it sends ([`StepOutput::exit`],
+/// [`StepOutput::kill`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum LinkOp {
     Monitor(Pid),
     Demonitor(Pid),
     Link(Pid),
     Unlink(Pid),
     TrapExits(bool),
+    /// `exit(pid, reason)`: trappable.
+    Exit(Pid, ExitReason),
+    /// `kill(pid)`: untrappable.
+    Kill(Pid),
 }
 
 impl<P: Process> Effects<P> {
@@ -383,7 +388,7 @@ impl<P: Process> StepOutput<'_, P> {
     /// [`Event::Down`](super::Event::Down)` { pid, reason }` exactly once
     /// (Erlang's `erlang:monitor(process, Pid)`). If `pid` has already
     /// ended or never existed, the `Down` comes at once with
-    /// [`ExitReason::NoProc`](super::ExitReason::NoProc); if it ends while
+    /// [`ExitReason::NoProc`](ExitReason::NoProc); if it ends while
     /// the monitor is being set, the `Down` has either its reason or
     /// `NoProc`, never both. A stale `pid` never yields a `Down` about a
     /// newer process in the same slot.
@@ -444,13 +449,13 @@ impl<P: Process> StepOutput<'_, P> {
     /// Links this process with `pid`: when either ends other than with
     /// [`Status::Done`], the other is ended too (its outcome
     /// [`ProcessError::Terminated`](super::ProcessError::Terminated), its
-    /// watchers told [`ExitReason::Linked`](super::ExitReason::Linked)),
+    /// watchers told [`ExitReason::Linked`](ExitReason::Linked)),
     /// unless it [traps exits](Self::trap_exits): then it receives
     /// [`Event::Down`](super::Event::Down) instead and goes on. A normal
     /// end only removes the link (a trapping process is told, with
-    /// [`ExitReason::Done`](super::ExitReason::Done)). Linking a process
+    /// [`ExitReason::Done`](ExitReason::Done)). Linking a process
     /// that has already ended is its abnormal end
-    /// ([`ExitReason::NoProc`](super::ExitReason::NoProc)), as in Erlang.
+    /// ([`ExitReason::NoProc`](ExitReason::NoProc)), as in Erlang.
     ///
     /// A process ended by a link ends without another step (as Erlang's
     /// exit signal kills at once), between two of its steps: a step is
@@ -461,7 +466,9 @@ impl<P: Process> StepOutput<'_, P> {
     }
 
     /// Removes the link with `pid`, if any, on both sides: no exit from it
-    /// reaches this process after this step.
+    /// (its end's, nor, trapped, one its steps sent with
+    /// [`exit`](Self::exit) and not yet given to a step) reaches this
+    /// process after this step.
     pub fn unlink(&mut self, pid: Pid) {
         self.effects.links.push(LinkOp::Unlink(pid));
     }
@@ -470,13 +477,89 @@ impl<P: Process> StepOutput<'_, P> {
     /// the default) or comes as an [`Event::Down`](super::Event::Down)
     /// (`true`), from the next step on: Erlang's
     /// `process_flag(trap_exit, true)`, except that a trapped exit is a
-    /// `Down` (not an `'EXIT'` message) and that nothing, not even a
-    /// [`Scheduler::terminate`](crate::sched::Scheduler::terminate),
-    /// is an untrappable `kill` signal through a link: `terminate` ends
-    /// the process it names, and its links then see
-    /// [`ExitReason::Terminated`](super::ExitReason::Terminated).
+    /// `Down` (not an `'EXIT'` message). It also decides what a step's
+    /// [`exit`](Self::exit) does to this process; only a
+    /// [`kill`](Self::kill) cannot be trapped. A
+    /// [`Scheduler::terminate`](crate::sched::Scheduler::terminate) is not
+    /// an exit signal: it ends the process it names, and its links then
+    /// see [`ExitReason::Terminated`].
     pub fn trap_exits(&mut self, trap: bool) {
         self.effects.links.push(LinkOp::TrapExits(trap));
+    }
+
+    /// Sends an exit signal with `reason` to `pid`, after the step: OTP's
+    /// `exit(Pid, Reason)`. What `pid` does with it:
+    ///
+    /// - if it [traps exits](Self::trap_exits), it receives
+    ///   [`Event::Down`](super::Event::Down)` { pid: sender, reason }` and
+    ///   goes on (whatever the reason, [`ExitReason::Done`] too);
+    /// - if not, a normal reason ([`ExitReason::Done`], OTP's `normal`)
+    ///   does nothing, and any other ends it, before its next step and
+    ///   without one (a step is never interrupted): its outcome is
+    ///   [`ProcessError::Terminated`](super::ProcessError::Terminated),
+    ///   and its watchers and links are told `reason` (a link that does
+    ///   not trap then ends in turn, told
+    ///   [`ExitReason::Linked`]). A process waiting for a command
+    ///   ([`Status::Wait`]) is ended at once, without waiting for the
+    ///   command (its completion, when it comes, is dropped), and so is an
+    ///   idle one.
+    ///
+    /// No link is needed, and none is made or removed. An exit to a
+    /// process already ending (its last step has begun, a terminate or
+    /// shutdown is closing it, another exit ended it) changes nothing: it
+    /// is told its own end. An exit to an unknown or ended PID does
+    /// nothing, as in OTP. Exits go out after the step's monitor and link
+    /// requests, in the order the step made them. `reason`
+    /// [`ExitReason::Killed`] is an ordinary, trappable reason here, as
+    /// OTP's `killed`; the untrappable one is [`kill`](Self::kill).
+    ///
+    /// Sent to itself, the exit reaches the process after this step, as
+    /// any other: trapping, its next step gets the `Down`; not, it ends
+    /// before its next step (unless this step ends it first). Unlike
+    /// OTP, `exit(self, Done)` to a process that does not trap does
+    /// nothing: a normal end is a [`Status::Done`] with an output.
+    ///
+    /// ```
+    /// use stepsched::process::{Event, ExitReason, NoCommand, Pid, Process, StepOutput};
+    ///
+    /// /// Ends the process it is given, once.
+    /// struct Stopper;
+    ///
+    /// impl Process for Stopper {
+    ///     type Input = ();
+    ///     type Message = Pid;
+    ///     type Command = NoCommand;
+    ///     type Reply = ();
+    ///     type Output = ();
+    ///     type Error = ();
+    ///
+    ///     fn init(&mut self, _: &str, _: ()) -> Result<(), ()> { Ok(()) }
+    ///
+    ///     fn step(&mut self, events: &mut Vec<Event<Self>>, out: &mut StepOutput<'_, Self>) -> Result<(), ()> {
+    ///         for event in events.drain(..) {
+    ///             if let Event::Message(target) = event {
+    ///                 out.exit(target, ExitReason::Shutdown);
+    ///                 out.done(());
+    ///             }
+    ///         }
+    ///         Ok(())
+    ///     }
+    /// }
+    /// ```
+    pub fn exit(&mut self, pid: Pid, reason: ExitReason) {
+        self.effects.links.push(LinkOp::Exit(pid, reason));
+    }
+
+    /// Sends `pid` the exit signal no process can trap, after the step:
+    /// OTP's `exit(Pid, kill)`. It ends `pid` before its next step, as a
+    /// non-trapped [`exit`](Self::exit) does, trapping or not; its outcome
+    /// is [`ProcessError::Terminated`](super::ProcessError::Terminated)
+    /// and its watchers and links are told [`ExitReason::Killed`] (which a
+    /// trapping link receives as a `Down`, as OTP's `killed`). A process
+    /// already ending, an unknown or ended PID: as for `exit`. A kill of
+    /// itself ends the process before its next step.
+    pub fn kill(&mut self, pid: Pid) {
+        self.effects.links.push(LinkOp::Kill(pid));
     }
 }
 

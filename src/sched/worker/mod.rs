@@ -187,6 +187,7 @@ impl<P: Process> Local<P> {
             },
             links: LinkBuffers {
                 requests: Vec::new(),
+                exits: Vec::new(),
                 owed: Vec::new(),
                 pushed: Vec::new(),
             },
