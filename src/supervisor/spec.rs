@@ -181,6 +181,16 @@ impl<P: Process> ChildSpec<P> {
         self
     }
 
+    /// A child that is itself a supervisor of `spec` (a subtree), given
+    /// [`Shutdown::Infinity`] to stop its own children.
+    pub fn supervisor(id: impl Into<String>, spec: SupervisorSpec<P>) -> Self
+    where
+        P: Hosts<super::Supervisor<P>>,
+    {
+        ChildSpec::new(id, move || (super::Supervisor::new(), spec.clone()))
+            .shutdown(Shutdown::Infinity)
+    }
+
     /// Its name among its supervisor's children.
     pub fn id(&self) -> &str {
         &self.id
@@ -274,16 +284,6 @@ impl<P: Process> SupervisorSpec<P> {
         );
         self.children.push(child);
         self
-    }
-
-    /// A child that is itself a supervisor of `spec` (a subtree), given
-    /// [`Shutdown::Infinity`] to stop its own children.
-    pub fn supervisor(id: impl Into<String>, spec: SupervisorSpec<P>) -> ChildSpec<P>
-    where
-        P: Hosts<super::Supervisor<P>>,
-    {
-        ChildSpec::new(id, move || (super::Supervisor::new(), spec.clone()))
-            .shutdown(Shutdown::Infinity)
     }
 
     /// The children, in start order.
