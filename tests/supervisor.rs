@@ -52,6 +52,8 @@ struct Probe {
     live: AtomicUsize,
     max_live: AtomicUsize,
     pid: Mutex<Option<Pid>>,
+    /// `Shutdown` exits received (trapped).
+    told: AtomicUsize,
     /// Names of closed children, in order, shared by all probes.
     closed: Arc<Mutex<Vec<&'static str>>>,
 }
@@ -65,6 +67,7 @@ fn probe(name: &'static str, mode: Mode, closed: &Arc<Mutex<Vec<&'static str>>>)
         live: AtomicUsize::new(0),
         max_live: AtomicUsize::new(0),
         pid: Mutex::new(None),
+        told: AtomicUsize::new(0),
         closed: Arc::clone(closed),
     })
 }
@@ -159,7 +162,12 @@ impl Kind<Node> for Worker {
                 Event::Down {
                     reason: ExitReason::Shutdown,
                     ..
-                } if probe.mode == Mode::TrapAndEnd => out.done(()),
+                } => {
+                    probe.told.fetch_add(1, Ordering::SeqCst);
+                    if probe.mode == Mode::TrapAndEnd {
+                        out.done(());
+                    }
+                }
                 _ => {}
             }
         }
@@ -447,11 +455,19 @@ fn children_killed_mid_restart_and_during_the_supervisors_shutdown_are_ended_onc
         p.wait_pid(2);
     }
     // The supervisor's own shutdown, with children killed meanwhile.
+    let told = [&c, &slow].map(|p| p.told.load(Ordering::SeqCst));
     let (stop, _) = stopper(&s);
     s.send(stop, Msg::Exit(sup.pid(), ExitReason::Shutdown))
         .unwrap();
-    let _ = s.terminate(slow.wait_pid(2));
-    let _ = s.terminate(c.wait_pid(2));
+    // Each is killed once its supervisor has asked it to stop (it
+    // ignores that): `c` first, then `slow`, in reverse start order.
+    for (p, before) in [&c, &slow].into_iter().zip(told) {
+        let pid = p.wait_pid(2);
+        wait_until("the stop request", || {
+            p.told.load(Ordering::SeqCst) > before
+        });
+        s.terminate(pid).unwrap();
+    }
     assert_eq!(joined(sup), Err(ProcessError::Terminated));
     for p in [&a, &slow, &c] {
         assert_eq!(p.starts(), 2, "{}", p.name);
