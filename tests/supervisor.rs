@@ -187,7 +187,7 @@ impl Kind<Node> for Worker {
 /// Sends the exits it is told to, and records the `Down`s of what it
 /// monitors.
 struct Stopper {
-    downs: Arc<Mutex<Vec<(Pid, ExitReason)>>>,
+    downs: Downs,
 }
 
 impl Kind<Node> for Stopper {
@@ -247,7 +247,10 @@ fn closed_log() -> Arc<Mutex<Vec<&'static str>>> {
     Arc::default()
 }
 
-fn stopper(s: &Scheduler<Node>) -> (Pid, Arc<Mutex<Vec<(Pid, ExitReason)>>>) {
+/// The `Down`s a `Stopper` records.
+type Downs = Arc<Mutex<Vec<(Pid, ExitReason)>>>;
+
+fn stopper(s: &Scheduler<Node>) -> (Pid, Downs) {
     let downs = Arc::default();
     let pid = s
         .submit_kind(
