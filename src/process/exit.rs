@@ -1,6 +1,9 @@
 //! [`ExitReason`]: how a process ended, as told to the processes that
-//! monitor it or are linked to it (see [`Event::Down`](super::Event::Down)).
+//! monitor it or are linked to it (see [`Event::Down`](super::Event::Down));
+//! and the exit signals a step sends to end others
+//! ([`StepOutput::exit`], [`StepOutput::kill`]).
 
+use super::{Pid, Process, StepOutput};
 use core::fmt;
 
 /// How a process ended, as carried by [`Event::Down`](super::Event::Down).
@@ -146,5 +149,84 @@ impl PartialEq<str> for Summary {
 impl PartialEq<&str> for Summary {
     fn eq(&self, other: &&str) -> bool {
         self.as_str() == *other
+    }
+}
+
+/// A step's exit signals (OTP's `exit/2`), beside the links of
+/// [`StepOutput::link`].
+impl<P: Process> StepOutput<'_, P> {
+    /// Sends an exit signal with `reason` to `pid`, after the step: OTP's
+    /// `exit(Pid, Reason)`. What `pid` does with it:
+    ///
+    /// - if it [traps exits](StepOutput::trap_exits), it receives
+    ///   [`Event::Down`](super::Event::Down)` { pid: sender, reason }` and
+    ///   goes on (whatever the reason, [`ExitReason::Done`] too);
+    /// - if not, a normal reason ([`ExitReason::Done`], OTP's `normal`)
+    ///   does nothing, and any other ends it, before its next step and
+    ///   without one (a step is never interrupted): its outcome is
+    ///   [`ProcessError::Terminated`](super::ProcessError::Terminated),
+    ///   and its watchers and links are told `reason` (a link that does
+    ///   not trap then ends in turn, told
+    ///   [`ExitReason::Linked`]). A process waiting for a command
+    ///   ([`Status::Wait`](super::Status::Wait)) is ended at once, without waiting for the
+    ///   command (its completion, when it comes, is dropped), and so is an
+    ///   idle one.
+    ///
+    /// No link is needed, and none is made or removed. An exit to a
+    /// process already ending (its last step has begun, a terminate or
+    /// shutdown is closing it, another exit ended it) changes nothing: it
+    /// is told its own end. An exit to an unknown or ended PID does
+    /// nothing, as in OTP. Exits go out after the step's monitor and link
+    /// requests, in the order the step made them. `reason`
+    /// [`ExitReason::Killed`] is an ordinary, trappable reason here, as
+    /// OTP's `killed`; the untrappable one is [`kill`](StepOutput::kill).
+    ///
+    /// Sent to itself, the exit reaches the process after this step, as
+    /// any other: trapping, its next step gets the `Down`; not, it ends
+    /// before its next step (unless this step ends it first). Unlike
+    /// OTP, `exit(self, Done)` to a process that does not trap does
+    /// nothing: a normal end is a [`Status::Done`](super::Status::Done) with an output.
+    ///
+    /// ```
+    /// use stepsched::process::{Event, ExitReason, NoCommand, Pid, Process, StepOutput};
+    ///
+    /// /// Ends the process it is given, once.
+    /// struct Stopper;
+    ///
+    /// impl Process for Stopper {
+    ///     type Input = ();
+    ///     type Message = Pid;
+    ///     type Command = NoCommand;
+    ///     type Reply = ();
+    ///     type Output = ();
+    ///     type Error = ();
+    ///
+    ///     fn init(&mut self, _: &str, _: ()) -> Result<(), ()> { Ok(()) }
+    ///
+    ///     fn step(&mut self, events: &mut Vec<Event<Self>>, out: &mut StepOutput<'_, Self>) -> Result<(), ()> {
+    ///         for event in events.drain(..) {
+    ///             if let Event::Message(target) = event {
+    ///                 out.exit(target, ExitReason::Shutdown);
+    ///                 out.done(());
+    ///             }
+    ///         }
+    ///         Ok(())
+    ///     }
+    /// }
+    /// ```
+    pub fn exit(&mut self, pid: Pid, reason: ExitReason) {
+        self.effects.links.push(super::LinkOp::Exit(pid, reason));
+    }
+
+    /// Sends `pid` the exit signal no process can trap, after the step:
+    /// OTP's `exit(Pid, kill)`. It ends `pid` before its next step, as a
+    /// non-trapped [`exit`](StepOutput::exit) does, trapping or not; its outcome
+    /// is [`ProcessError::Terminated`](super::ProcessError::Terminated)
+    /// and its watchers and links are told [`ExitReason::Killed`] (which a
+    /// trapping link receives as a `Down`, as OTP's `killed`). A process
+    /// already ending, an unknown or ended PID: as for `exit`. A kill of
+    /// itself ends the process before its next step.
+    pub fn kill(&mut self, pid: Pid) {
+        self.effects.links.push(super::LinkOp::Kill(pid));
     }
 }
