@@ -251,7 +251,7 @@ pub enum Received {
 /// The monitors and links of one process: part of its body, so only the
 /// worker holding the process reads or writes it. Created on first use,
 /// in the body's boxed extra part (`Body::links_mut`).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Links {
     /// Processes this one monitors (at most once each).
     watching: Pids,
@@ -261,11 +261,17 @@ pub struct Links {
     linked: Pids,
     /// Whether exits of linked processes come as `Event::Down`.
     trap: bool,
-    /// Set when an exit signal ends this process: by whom.
-    killed_by: Option<Pid>,
+    /// Whether an exit signal ended this process, and by whom
+    /// (`killed_by`): a flag and a PID rather than an `Option<Pid>`, which
+    /// takes a word of its own and would leave no room for `killed_with`
+    /// in the part's size (`core/body.rs` holds it).
+    killed: bool,
+    killer: Pid,
     /// With `killed_by`, if a step's exit or kill (not a link's) ended
-    /// this process: the reason its watchers and links are told.
-    killed_with: Option<ExitReason>,
+    /// this process: the reason its watchers and links are told. Boxed:
+    /// inline, it would grow every body's extra part by two words for a
+    /// rare end.
+    killed_with: Option<Box<ExitReason>>,
     /// Whether the last step returned `Idle`: a wakeup that brings only
     /// signals then needs no step (see `worker/signals.rs`).
     pub idle: bool,
@@ -283,6 +289,24 @@ pub struct Links {
     /// `unlink` of its sender in the step that did not see it takes it out
     /// (`worker/signals.rs`). Cleared when the carry is handed over.
     pub carried_exit: bool,
+}
+
+impl Default for Links {
+    fn default() -> Self {
+        Links {
+            watching: Pids::default(),
+            watchers: Pids::default(),
+            linked: Pids::default(),
+            trap: false,
+            killed: false,
+            killer: Pid::new(0, 0),
+            killed_with: None,
+            idle: false,
+            carried_down: false,
+            handed_exit: false,
+            carried_exit: false,
+        }
+    }
 }
 
 impl Links {
@@ -403,8 +427,8 @@ impl Links {
             Received::Nothing
         } else if self.trap {
             Received::Down(from, reason)
-        } else if !reason.is_normal() && self.killed_by.is_none() {
-            self.killed_by = Some(from);
+        } else if !reason.is_normal() && !self.killed {
+            (self.killed, self.killer) = (true, from);
             Received::Kill(from)
         } else {
             Received::Nothing
@@ -427,11 +451,11 @@ impl Links {
     /// Ends this process for a step's exit or kill from `from`, unless an
     /// exit already did: its watchers and links will be told `reason`.
     fn end_by(&mut self, from: Pid, reason: ExitReason) -> Received {
-        if self.killed_by.is_some() {
+        if self.killed {
             return Received::Nothing;
         }
-        self.killed_by = Some(from);
-        self.killed_with = Some(reason);
+        (self.killed, self.killer) = (true, from);
+        self.killed_with = Some(Box::new(reason));
         Received::Kill(from)
     }
 
@@ -439,8 +463,13 @@ impl Links {
     /// (`killed_by` set): the reason a step's exit or kill carried, or
     /// `Linked` for a link's.
     pub fn killed_reason(&self) -> Option<ExitReason> {
-        let by = self.killed_by?;
-        Some(self.killed_with.clone().unwrap_or(ExitReason::Linked(by)))
+        let by = self.killed_by()?;
+        Some(
+            self.killed_with
+                .as_deref()
+                .cloned()
+                .unwrap_or(ExitReason::Linked(by)),
+        )
     }
 
     /// The process that ended this one through a link or a step's exit
@@ -451,7 +480,7 @@ impl Links {
     // its watchers.
     #[inline]
     pub fn killed_by(&self) -> Option<Pid> {
-        self.killed_by
+        self.killed.then_some(self.killer)
     }
 
     /// The processes to tell when this one ends, as a `Down` each: its
