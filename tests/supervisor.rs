@@ -25,7 +25,7 @@ use stepsched::process::{
 };
 use stepsched::sched::Scheduler;
 use stepsched::supervisor::{
-    ChildSpec, Restart, Shutdown, Strategy, Supervisor, SupervisorSpec,
+    ChildSpec, Restart, Shutdown, Strategy, Supervisor, SupervisorSpec, FAILED_TO_START_CHILD,
     REACHED_MAX_RESTART_INTENSITY,
 };
 
@@ -412,6 +412,46 @@ fn a_child_that_outlives_its_shutdown_time_is_killed() {
     assert_eq!(joined(sup), Err(ProcessError::Terminated));
     assert_eq!(*log.lock().unwrap(), ["polite", "stubborn"]);
     assert_eq!((stubborn.live(), polite.live()), (0, 0));
+}
+
+#[test]
+fn a_brutally_killed_child_is_killed_at_once_even_if_it_traps() {
+    let (s, _held) = scheduler();
+    let log = closed_log();
+    let stubborn = probe("stubborn", Mode::TrapAndIgnore, &log);
+    let spec = SupervisorSpec::new(Strategy::OneForOne)
+        .child(child(&stubborn).shutdown(Shutdown::BrutalKill));
+    let sup = s.submit_kind_joinable(Supervisor::new(), spec).unwrap();
+    let (stop, _) = stopper(&s);
+    stubborn.wait_pid(1);
+    s.send(stop, Msg::Exit(sup.pid(), ExitReason::Shutdown))
+        .unwrap();
+    assert_eq!(joined(sup), Err(ProcessError::Terminated));
+    assert_eq!(stubborn.told.load(Ordering::SeqCst), 0, "never asked");
+    assert_eq!(stubborn.live(), 0);
+}
+
+#[test]
+fn a_child_that_fails_its_first_start_ends_the_supervisor_after_the_others() {
+    let (s, _held) = scheduler();
+    let log = closed_log();
+    let a = probe("a", Mode::Idle, &log);
+    let bad = probe("bad", Mode::Idle, &log);
+    bad.fail_inits.store(1, Ordering::SeqCst);
+    let spec = SupervisorSpec::new(Strategy::OneForOne)
+        .child(child(&a))
+        .child(child(&bad));
+    let (watcher, downs) = stopper(&s);
+    let sup = s.submit_kind_joinable(Supervisor::new(), spec).unwrap();
+    s.send(watcher, Msg::Monitor(sup.pid())).unwrap();
+    assert_eq!(joined(sup), Err(ProcessError::Terminated));
+    assert_eq!((a.starts(), a.live(), bad.starts()), (1, 0, 0));
+    wait_until("the Down", || !downs.lock().unwrap().is_empty());
+    let told = downs.lock().unwrap()[0].1.clone();
+    assert!(
+        told == ExitReason::Exit(Summary::new(FAILED_TO_START_CHILD)) || told == ExitReason::NoProc,
+        "{told:?}"
+    );
 }
 
 #[test]

@@ -79,16 +79,6 @@ impl<P: Process> Supervisor<P> {
         }
     }
 
-    /// The PID of each child now running, in start order, by id.
-    pub fn children(&self) -> Vec<(&str, Pid)> {
-        let Some(spec) = &self.spec else {
-            return Vec::new();
-        };
-        (spec.children.iter().zip(&self.pids))
-            .filter_map(|(c, pid)| pid.map(|pid| (c.id.as_str(), pid)))
-            .collect()
-    }
-
     fn spec(&self) -> &SupervisorSpec<P> {
         self.spec
             .as_ref()
@@ -211,7 +201,7 @@ impl<P: Process> Supervisor<P> {
                 }
             }
             if !self.start(out) {
-                return;
+                continue; // now ending: stop the children started
             }
             match self.deferred.pop_front() {
                 Some((i, reason)) => self.failed(i, reason),
