@@ -499,7 +499,7 @@ fn exits_racing_ends_terminates_and_other_exits_end_each_process_exactly_once() 
 
 #[test]
 fn exits_racing_a_shutdown_close_each_process_once() {
-    let rounds = if cfg!(miri) { 1 } else { 30 };
+    let rounds = if cfg!(miri) { 1 } else { 12 };
     for round in 0..rounds {
         let (s, _held) = scheduler(2);
         let log = Arc::new(Log::default());
