@@ -128,6 +128,7 @@ pub mod deque;
 pub mod mpsc;
 pub mod process;
 pub mod sched;
+pub mod supervisor;
 
 #[cfg(any(test, fuzzing))]
 #[doc(hidden)]

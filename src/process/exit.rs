@@ -1,6 +1,9 @@
 //! [`ExitReason`]: how a process ended, as told to the processes that
-//! monitor it or are linked to it (see [`Event::Down`](super::Event::Down)).
+//! monitor it or are linked to it (see [`Event::Down`](super::Event::Down));
+//! and the exit signals a step sends to end others
+//! ([`StepOutput::exit`], [`StepOutput::kill`]).
 
+use super::{Pid, Process, StepOutput};
 use core::fmt;
 
 /// How a process ended, as carried by [`Event::Down`](super::Event::Down).
@@ -17,15 +20,21 @@ use core::fmt;
 /// | `Panicked` | `{panic, ..}` | panicked in `step`, `close` or a command handler |
 /// | `Terminated` | `kill` | was ended by [`Scheduler::terminate`](crate::sched::Scheduler::terminate) |
 /// | `Linked(pid)` | the linked reason | was ended by the abnormal end of `pid`, a process linked to it that it did not trap (its outcome: `Terminated`) |
-/// | `Shutdown` | `shutdown` | was closed by the scheduler's shutdown |
+/// | `Killed` | `killed` | was ended by [`StepOutput::kill`](super::StepOutput::kill), OTP's untrappable `exit(Pid, kill)` (its outcome: `Terminated`) |
+/// | `Shutdown` | `shutdown` | was closed by the scheduler's shutdown (or sent as an exit's reason: a supervisor stopping a child) |
+/// | `Exit(summary)` | any other term | was ended by an [`exit`](super::StepOutput::exit) with this reason |
 /// | `NoProc` | `noproc` | had already ended, or never existed, when the monitor or link was set |
 ///
 /// Only `Done` is a normal end: a linked process that does not trap exits
 /// is terminated by any other reason (see
 /// [`StepOutput::link`](super::StepOutput::link)).
 ///
-/// The reason is always the process's own outcome, the one its joiner
-/// gets: an exit that reaches a process already ending (during its last
+/// The reason is the process's own outcome, the one its joiner gets, but
+/// for a process ended by an exit signal: its outcome is then
+/// [`ProcessError::Terminated`](super::ProcessError::Terminated), and its
+/// watchers and links are told the reason the exit carried (`Linked` for a
+/// link's, `Killed` for a kill's, the reason given to
+/// [`StepOutput::exit`](super::StepOutput::exit) otherwise). An exit that reaches a process already ending (during its last
 /// step, or once a terminate or shutdown closes it) changes nothing, and
 /// two linked processes that fail together each tell their own failure.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -45,11 +54,20 @@ pub enum ExitReason {
     /// Told only then: a process that ended by itself, or by a terminate,
     /// with that exit on its way is told with its own reason.
     Linked(super::Pid),
-    /// The scheduler's shutdown closed it.
+    /// The scheduler's shutdown closed it, or an
+    /// [`exit`](super::StepOutput::exit) with this reason ended it (OTP's
+    /// `shutdown`: what a supervisor sends a child it stops).
     Shutdown,
     /// No such process: it had already ended (or never existed) when the
     /// monitor or link reached it.
     NoProc,
+    /// A [`StepOutput::kill`](super::StepOutput::kill) ended it: the
+    /// untrappable exit (OTP's `kill`, told as `killed`, which is itself
+    /// an ordinary, trappable reason when sent with `exit`).
+    Killed,
+    /// An [`exit`](super::StepOutput::exit) ended it with a reason of the
+    /// sender's own words (any OTP term that is not one of the above).
+    Exit(Summary),
 }
 
 impl ExitReason {
@@ -70,6 +88,8 @@ impl fmt::Display for ExitReason {
             ExitReason::Linked(pid) => write!(f, "ended with linked process {pid}"),
             ExitReason::Shutdown => f.write_str("closed by shutdown"),
             ExitReason::NoProc => f.write_str("no such process"),
+            ExitReason::Killed => f.write_str("killed"),
+            ExitReason::Exit(why) => write!(f, "exited: {why}"),
         }
     }
 }
@@ -129,5 +149,84 @@ impl PartialEq<str> for Summary {
 impl PartialEq<&str> for Summary {
     fn eq(&self, other: &&str) -> bool {
         self.as_str() == *other
+    }
+}
+
+/// A step's exit signals (OTP's `exit/2`), beside the links of
+/// [`StepOutput::link`].
+impl<P: Process> StepOutput<'_, P> {
+    /// Sends an exit signal with `reason` to `pid`, after the step: OTP's
+    /// `exit(Pid, Reason)`. What `pid` does with it:
+    ///
+    /// - if it [traps exits](StepOutput::trap_exits), it receives
+    ///   [`Event::Down`](super::Event::Down)` { pid: sender, reason }` and
+    ///   goes on (whatever the reason, [`ExitReason::Done`] too);
+    /// - if not, a normal reason ([`ExitReason::Done`], OTP's `normal`)
+    ///   does nothing, and any other ends it, before its next step and
+    ///   without one (a step is never interrupted): its outcome is
+    ///   [`ProcessError::Terminated`](super::ProcessError::Terminated),
+    ///   and its watchers and links are told `reason` (a link that does
+    ///   not trap then ends in turn, told
+    ///   [`ExitReason::Linked`]). A process waiting for a command
+    ///   ([`Status::Wait`](super::Status::Wait)) is ended at once, without waiting for the
+    ///   command (its completion, when it comes, is dropped), and so is an
+    ///   idle one.
+    ///
+    /// No link is needed, and none is made or removed. An exit to a
+    /// process already ending (its last step has begun, a terminate or
+    /// shutdown is closing it, another exit ended it) changes nothing: it
+    /// is told its own end. An exit to an unknown or ended PID does
+    /// nothing, as in OTP. Exits go out after the step's monitor and link
+    /// requests, in the order the step made them. `reason`
+    /// [`ExitReason::Killed`] is an ordinary, trappable reason here, as
+    /// OTP's `killed`; the untrappable one is [`kill`](StepOutput::kill).
+    ///
+    /// Sent to itself, the exit reaches the process after this step, as
+    /// any other: trapping, its next step gets the `Down`; not, it ends
+    /// before its next step (unless this step ends it first). Unlike
+    /// OTP, `exit(self, Done)` to a process that does not trap does
+    /// nothing: a normal end is a [`Status::Done`](super::Status::Done) with an output.
+    ///
+    /// ```
+    /// use stepsched::process::{Event, ExitReason, NoCommand, Pid, Process, StepOutput};
+    ///
+    /// /// Ends the process it is given, once.
+    /// struct Stopper;
+    ///
+    /// impl Process for Stopper {
+    ///     type Input = ();
+    ///     type Message = Pid;
+    ///     type Command = NoCommand;
+    ///     type Reply = ();
+    ///     type Output = ();
+    ///     type Error = ();
+    ///
+    ///     fn init(&mut self, _: &str, _: ()) -> Result<(), ()> { Ok(()) }
+    ///
+    ///     fn step(&mut self, events: &mut Vec<Event<Self>>, out: &mut StepOutput<'_, Self>) -> Result<(), ()> {
+    ///         for event in events.drain(..) {
+    ///             if let Event::Message(target) = event {
+    ///                 out.exit(target, ExitReason::Shutdown);
+    ///                 out.done(());
+    ///             }
+    ///         }
+    ///         Ok(())
+    ///     }
+    /// }
+    /// ```
+    pub fn exit(&mut self, pid: Pid, reason: ExitReason) {
+        self.effects.links.push(super::LinkOp::Exit(pid, reason));
+    }
+
+    /// Sends `pid` the exit signal no process can trap, after the step:
+    /// OTP's `exit(Pid, kill)`. It ends `pid` before its next step, as a
+    /// non-trapped [`exit`](StepOutput::exit) does, trapping or not; its outcome
+    /// is [`ProcessError::Terminated`](super::ProcessError::Terminated)
+    /// and its watchers and links are told [`ExitReason::Killed`] (which a
+    /// trapping link receives as a `Down`, as OTP's `killed`). A process
+    /// already ending, an unknown or ended PID: as for `exit`. A kill of
+    /// itself ends the process before its next step.
+    pub fn kill(&mut self, pid: Pid) {
+        self.effects.links.push(super::LinkOp::Kill(pid));
     }
 }

@@ -1,6 +1,6 @@
 //! [`StepOutput`]: what a step asks of the scheduler, and its [`Status`].
 
-use super::{Pid, Process, ProcessError};
+use super::{ExitReason, Pid, Process, ProcessError};
 use crate::sync::{AtomicU64, Ordering};
 use core::fmt;
 
@@ -187,14 +187,19 @@ pub(crate) struct Effects<P: Process> {
 }
 
 /// A monitor or link request of a step ([`StepOutput::monitor`] and the
-/// others).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// others), or an exit signal it sends ([`StepOutput::exit`],
+/// [`StepOutput::kill`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum LinkOp {
     Monitor(Pid),
     Demonitor(Pid),
     Link(Pid),
     Unlink(Pid),
     TrapExits(bool),
+    /// `exit(pid, reason)`: trappable.
+    Exit(Pid, ExitReason),
+    /// `kill(pid)`: untrappable.
+    Kill(Pid),
 }
 
 impl<P: Process> Effects<P> {
@@ -413,7 +418,7 @@ impl<P: Process> StepOutput<'_, P> {
     /// [`Event::Down`](super::Event::Down)` { pid, reason }` exactly once
     /// (Erlang's `erlang:monitor(process, Pid)`). If `pid` has already
     /// ended or never existed, the `Down` comes at once with
-    /// [`ExitReason::NoProc`](super::ExitReason::NoProc); if it ends while
+    /// [`ExitReason::NoProc`](ExitReason::NoProc); if it ends while
     /// the monitor is being set, the `Down` has either its reason or
     /// `NoProc`, never both. A stale `pid` never yields a `Down` about a
     /// newer process in the same slot.
@@ -474,13 +479,13 @@ impl<P: Process> StepOutput<'_, P> {
     /// Links this process with `pid`: when either ends other than with
     /// [`Status::Done`], the other is ended too (its outcome
     /// [`ProcessError::Terminated`](super::ProcessError::Terminated), its
-    /// watchers told [`ExitReason::Linked`](super::ExitReason::Linked)),
+    /// watchers told [`ExitReason::Linked`](ExitReason::Linked)),
     /// unless it [traps exits](Self::trap_exits): then it receives
     /// [`Event::Down`](super::Event::Down) instead and goes on. A normal
     /// end only removes the link (a trapping process is told, with
-    /// [`ExitReason::Done`](super::ExitReason::Done)). Linking a process
+    /// [`ExitReason::Done`](ExitReason::Done)). Linking a process
     /// that has already ended is its abnormal end
-    /// ([`ExitReason::NoProc`](super::ExitReason::NoProc)), as in Erlang.
+    /// ([`ExitReason::NoProc`](ExitReason::NoProc)), as in Erlang.
     ///
     /// A process ended by a link ends without another step (as Erlang's
     /// exit signal kills at once), between two of its steps: a step is
@@ -491,7 +496,9 @@ impl<P: Process> StepOutput<'_, P> {
     }
 
     /// Removes the link with `pid`, if any, on both sides: no exit from it
-    /// reaches this process after this step.
+    /// (its end's, nor, trapped, one its steps sent with
+    /// [`exit`](Self::exit) and not yet given to a step) reaches this
+    /// process after this step.
     pub fn unlink(&mut self, pid: Pid) {
         self.effects.links.push(LinkOp::Unlink(pid));
     }
@@ -500,11 +507,12 @@ impl<P: Process> StepOutput<'_, P> {
     /// the default) or comes as an [`Event::Down`](super::Event::Down)
     /// (`true`), from the next step on: Erlang's
     /// `process_flag(trap_exit, true)`, except that a trapped exit is a
-    /// `Down` (not an `'EXIT'` message) and that nothing, not even a
-    /// [`Scheduler::terminate`](crate::sched::Scheduler::terminate),
-    /// is an untrappable `kill` signal through a link: `terminate` ends
-    /// the process it names, and its links then see
-    /// [`ExitReason::Terminated`](super::ExitReason::Terminated).
+    /// `Down` (not an `'EXIT'` message). It also decides what a step's
+    /// [`exit`](Self::exit) does to this process; only a
+    /// [`kill`](Self::kill) cannot be trapped. A
+    /// [`Scheduler::terminate`](crate::sched::Scheduler::terminate) is not
+    /// an exit signal: it ends the process it names, and its links then
+    /// see [`ExitReason::Terminated`].
     pub fn trap_exits(&mut self, trap: bool) {
         self.effects.links.push(LinkOp::TrapExits(trap));
     }

@@ -72,6 +72,11 @@
 //! are told its own outcome, the one its joiner gets, and `Linked` only
 //! when the exit is what ended it.
 //!
+//! A step's own exit signals (`StepOutput::exit`, `kill`) are
+//! [`Signal::Sent`] and [`Signal::Kill`]: no link needed, decided by the
+//! receiver's `Links` as a link's exit is, with the reason to tell kept
+//! for its farewell ([`Links::killed_reason`]); see the room's README.
+//!
 //! # An exit behind its link
 //!
 //! The claim keeps the mailbox's order for what the receiver has
@@ -148,6 +153,13 @@ pub enum Signal {
     ExitLinked(Pid, Pid),
     /// As `Exit`, with a reason that carries nothing: inline.
     ExitPlain(Pid, Plain),
+    /// Process `.0`'s step sent the receiver an exit with this reason
+    /// (`StepOutput::exit`): no link needed, trappable, a normal reason
+    /// ignored by a receiver that does not trap. Boxed, as `Exit`.
+    Sent(Pid, Box<ExitReason>),
+    /// Process `.0`'s step killed the receiver (`StepOutput::kill`):
+    /// untrappable.
+    Kill(Pid),
 }
 
 /// An [`ExitReason`] that carries nothing, for [`Signal::ExitPlain`].
@@ -161,6 +173,8 @@ pub enum Plain {
     Shutdown,
     /// `ExitReason::NoProc`.
     NoProc,
+    /// `ExitReason::Killed`.
+    Killed,
 }
 
 impl Signal {
@@ -187,6 +201,14 @@ impl Signal {
         }
     }
 
+    /// Whether this is an exit signal that a trapping receiver turns into
+    /// a `Down`: a link's, or a step's `exit` (for `unlink`'s flush of a
+    /// trapped exit taken but not yet given to a step).
+    #[inline]
+    pub fn is_exit(&self) -> bool {
+        self.exit_from().is_some() || matches!(self, Signal::Sent(..))
+    }
+
     /// The exit signal of `from`, ended with `reason`: inline unless the
     /// reason carries a summary.
     pub fn exit(from: Pid, reason: ExitReason) -> Signal {
@@ -197,6 +219,7 @@ impl Signal {
             ExitReason::Terminated => plain(Plain::Terminated),
             ExitReason::Shutdown => plain(Plain::Shutdown),
             ExitReason::NoProc => plain(Plain::NoProc),
+            ExitReason::Killed => plain(Plain::Killed),
             summarised => Signal::Exit(from, Box::new(summarised)),
         }
     }
@@ -209,6 +232,7 @@ impl From<Plain> for ExitReason {
             Plain::Terminated => ExitReason::Terminated,
             Plain::Shutdown => ExitReason::Shutdown,
             Plain::NoProc => ExitReason::NoProc,
+            Plain::Killed => ExitReason::Killed,
         }
     }
 }
@@ -227,7 +251,7 @@ pub enum Received {
 /// The monitors and links of one process: part of its body, so only the
 /// worker holding the process reads or writes it. Created on first use,
 /// in the body's boxed extra part (`Body::links_mut`).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Links {
     /// Processes this one monitors (at most once each).
     watching: Pids,
@@ -237,8 +261,17 @@ pub struct Links {
     linked: Pids,
     /// Whether exits of linked processes come as `Event::Down`.
     trap: bool,
-    /// Set when an exit signal ends this process: by whom.
-    killed_by: Option<Pid>,
+    /// Whether an exit signal ended this process, and by whom
+    /// (`killed_by`): a flag and a PID rather than an `Option<Pid>`, which
+    /// takes a word of its own and would leave no room for `killed_with`
+    /// in the part's size (`core/body.rs` holds it).
+    killed: bool,
+    killer: Pid,
+    /// With `killed_by`, if a step's exit or kill (not a link's) ended
+    /// this process: the reason its watchers and links are told. Boxed:
+    /// inline, it would grow every body's extra part by two words for a
+    /// rare end.
+    killed_with: Option<Box<ExitReason>>,
     /// Whether the last step returned `Idle`: a wakeup that brings only
     /// signals then needs no step (see `worker/signals.rs`).
     pub idle: bool,
@@ -256,6 +289,24 @@ pub struct Links {
     /// `unlink` of its sender in the step that did not see it takes it out
     /// (`worker/signals.rs`). Cleared when the carry is handed over.
     pub carried_exit: bool,
+}
+
+impl Default for Links {
+    fn default() -> Self {
+        Links {
+            watching: Pids::default(),
+            watchers: Pids::default(),
+            linked: Pids::default(),
+            trap: false,
+            killed: false,
+            killer: Pid::new(0, 0),
+            killed_with: None,
+            idle: false,
+            carried_down: false,
+            handed_exit: false,
+            carried_exit: false,
+        }
+    }
 }
 
 impl Links {
@@ -316,6 +367,8 @@ impl Links {
             Signal::Exit(from, reason) => return self.exited(from, *reason),
             Signal::ExitLinked(from, by) => return self.exited(from, ExitReason::Linked(by)),
             Signal::ExitPlain(from, plain) => return self.exited(from, plain.into()),
+            Signal::Sent(from, reason) => return self.sent(from, *reason),
+            Signal::Kill(from) => return self.end_by(from, ExitReason::Killed),
         }
         Received::Nothing
     }
@@ -331,6 +384,8 @@ impl Links {
             Some(from) => {
                 self.linked.remove(from);
             }
+            // A step's exit or kill: too late, it changes nothing.
+            None if matches!(signal, Signal::Sent(..) | Signal::Kill(_)) => {}
             None => {
                 let _ = self.receive(signal);
             }
@@ -342,11 +397,15 @@ impl Links {
     /// mailbox's order. An exit from a process not among the links is
     /// given back (`Err`), to go through the mailbox: a `Link` request
     /// from that process may still wait there (module docs, "An exit
-    /// behind its link").
+    /// behind its link"). So is a step's exit to a trapping process: its
+    /// `Down` must come after what the same sender sent before and before
+    /// what it sends after (a sender may send many), which a `Down` held
+    /// for the next step (`before_step`) would not.
     #[inline]
     pub fn receive_handed(&mut self, signal: Signal) -> Result<Received, Signal> {
         match signal.exit_from() {
             Some(from) if !self.linked.contains(from) => Err(signal),
+            None if self.trap && matches!(signal, Signal::Sent(..)) => Err(signal),
             _ => Ok(self.receive(signal)),
         }
     }
@@ -368,22 +427,60 @@ impl Links {
             Received::Nothing
         } else if self.trap {
             Received::Down(from, reason)
-        } else if !reason.is_normal() && self.killed_by.is_none() {
-            self.killed_by = Some(from);
+        } else if !reason.is_normal() && !self.killed {
+            (self.killed, self.killer) = (true, from);
             Received::Kill(from)
         } else {
             Received::Nothing
         }
     }
 
-    /// The process that ended this one through a link, if any.
+    /// A step's exit from `from` with `reason` (`StepOutput::exit`, OTP's
+    /// `exit/2`): a `Down` if this process traps exits, nothing if the
+    /// reason is normal, else its end, with `reason` told.
+    fn sent(&mut self, from: Pid, reason: ExitReason) -> Received {
+        if self.trap {
+            Received::Down(from, reason)
+        } else if reason.is_normal() {
+            Received::Nothing
+        } else {
+            self.end_by(from, reason)
+        }
+    }
+
+    /// Ends this process for a step's exit or kill from `from`, unless an
+    /// exit already did: its watchers and links will be told `reason`.
+    fn end_by(&mut self, from: Pid, reason: ExitReason) -> Received {
+        if self.killed {
+            return Received::Nothing;
+        }
+        (self.killed, self.killer) = (true, from);
+        self.killed_with = Some(Box::new(reason));
+        Received::Kill(from)
+    }
+
+    /// The reason to tell of this process's end by an exit signal
+    /// (`killed_by` set): the reason a step's exit or kill carried, or
+    /// `Linked` for a link's.
+    pub fn killed_reason(&self) -> Option<ExitReason> {
+        let by = self.killed_by()?;
+        Some(
+            self.killed_with
+                .as_deref()
+                .cloned()
+                .unwrap_or(ExitReason::Linked(by)),
+        )
+    }
+
+    /// The process that ended this one through a link or a step's exit
+    /// or kill, if any.
     // These getters are `#[inline]` because they are not generic: without
     // it the worker, generic and so compiled in the embedder's crate,
     // calls them out of line, through the GOT, on the way from an end to
     // its watchers.
     #[inline]
     pub fn killed_by(&self) -> Option<Pid> {
-        self.killed_by
+        self.killed.then_some(self.killer)
     }
 
     /// The processes to tell when this one ends, as a `Down` each: its

@@ -165,3 +165,36 @@ fn signals_do_not_grow_the_mailbox_item() {
     assert_eq!(core::mem::size_of::<Signal>(), 24);
     assert_eq!(core::mem::size_of::<crate::sched::timer::Firing>(), 24);
 }
+
+#[test]
+fn a_steps_exit_ends_unless_trapped_or_normal_and_a_kill_always() {
+    let sent = |p, r| Signal::Sent(pid(p), Box::new(r));
+    let stop = || ExitReason::Exit(crate::process::Summary::new("stop"));
+    let mut a = Links::default();
+    assert_eq!(a.receive(sent(2, ExitReason::Done)), Received::Nothing);
+    assert_eq!(a.receive(sent(2, stop())), Received::Kill(pid(2)));
+    assert_eq!(a.killed_reason(), Some(stop()));
+    assert_eq!(
+        a.receive(Signal::Kill(pid(3))),
+        Received::Nothing,
+        "ends once"
+    );
+    let mut t = Links::default();
+    t.trap_exits(true);
+    assert_eq!(t.receive(sent(2, stop())), Received::Down(pid(2), stop()));
+    assert_eq!(
+        t.receive_handed(sent(2, stop())),
+        Err(sent(2, stop())),
+        "kept in order"
+    );
+    assert_eq!(t.receive(Signal::Kill(pid(2))), Received::Kill(pid(2)));
+    assert_eq!(t.killed_reason(), Some(ExitReason::Killed));
+    let mut e = Links::default();
+    e.receive_ending(Signal::Kill(pid(2)));
+    e.receive_ending(sent(2, stop()));
+    assert_eq!(
+        e.killed_by(),
+        None,
+        "an exit found by close changes nothing"
+    );
+}

@@ -189,6 +189,7 @@ impl<P: Process> Local<P> {
             },
             links: LinkBuffers {
                 requests: Vec::new(),
+                exits: Vec::new(),
                 owed: Vec::new(),
                 pushed: Vec::new(),
             },

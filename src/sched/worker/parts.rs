@@ -54,10 +54,11 @@ pub(super) struct Scratch<P: Process> {
 }
 
 /// A step's monitor and link requests, those of them owed an answer, and
-/// the targets pushed to, while `apply_links` sends them (buffers kept
-/// between steps).
+/// the targets pushed to, while `apply_links` sends them, and the step's
+/// exit signals, sent after them (buffers kept between steps).
 pub(super) struct LinkBuffers {
     pub(super) requests: Vec<(Pid, Signal)>,
+    pub(super) exits: Vec<(Pid, Signal)>,
     pub(super) owed: Vec<(Pid, Signal)>,
     pub(super) pushed: Vec<Pid>,
 }

@@ -120,7 +120,8 @@ impl<P: Process> Local<P> {
     /// process.
     ///
     /// The reason told is the process's outcome, `Linked(by)` only if
-    /// `by`'s exit is what ended it: collected before a step
+    /// `by`'s exit is what ended it (the reason a step's exit or kill
+    /// carried, if that ended it: `Links::killed_reason`): collected before a step
     /// (`Before::Kill`, or handed over by a claim), it set `killed_by`, and
     /// the process was closed `Terminated` for it. An exit `close` drained
     /// sets nothing (`Links::receive_ending`), and one that set `killed_by`
@@ -132,8 +133,8 @@ impl<P: Process> Local<P> {
         links: &Links,
         outcome: &Outcome<P>,
     ) {
-        let reason = match (links.killed_by(), outcome) {
-            (Some(by), Err(ProcessError::Terminated)) => ExitReason::Linked(by),
+        let reason = match (links.killed_reason(), outcome) {
+            (Some(told), Err(ProcessError::Terminated)) => told,
             _ => exit_reason::<P>(outcome),
         };
         for &watcher in links.watchers() {

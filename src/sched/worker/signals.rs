@@ -82,6 +82,15 @@ impl<P: Process> Local<P> {
                     links.trap_exits(trap);
                     None
                 }
+                LinkOp::Exit(to, reason) => {
+                    let signal = Signal::Sent(pid, Box::new(reason));
+                    self.links.exits.push((to, signal));
+                    None
+                }
+                LinkOp::Kill(to) => {
+                    self.links.exits.push((to, Signal::Kill(pid)));
+                    None
+                }
             };
             let Some((to, signal)) = send else { continue };
             if let Signal::Demonitor(_) = signal {
@@ -105,6 +114,28 @@ impl<P: Process> Local<P> {
         publish_counts(slot, links);
         self.send_requests(&mut out);
         self.links.requests = out; // keep the buffer
+        if !self.links.exits.is_empty() {
+            self.send_exits();
+        }
+    }
+
+    /// Sends a step's exit signals (`StepOutput::exit`, `kill`), after its
+    /// requests, in the step's order. Each goes as a link's exit goes
+    /// (`send_signal` with a completion's wake): a waiting target, Idle or
+    /// Blocked in a command, is claimed and decided at once in its body
+    /// (`Links::receive_handed`: its end is then `Before::Kill` at its
+    /// start, with no step); a running or queued one gets it through its
+    /// mailbox, and its next collection decides, before its next step; one
+    /// ending or ended drops it (its `close` drains it: `receive_ending`;
+    /// refused or raced, it is owed no answer).
+    #[cold]
+    #[inline(never)]
+    fn send_exits(&mut self) {
+        let mut exits = core::mem::take(&mut self.links.exits);
+        for (to, signal) in exits.drain(..) {
+            self.send_signal(to, signal, Wake::Completion);
+        }
+        self.links.exits = exits; // keep the buffer
     }
 
     /// Sends a step's requests (`apply_links`). One alone is sent as any
@@ -216,7 +247,8 @@ impl<P: Process> Local<P> {
     }
 
     /// An exit for `to`, which this worker claimed (`send_signal`), from a
-    /// process not among its links: pushed into its mailbox with no
+    /// process not among its links (or a step's exit to a trapping `to`,
+    /// kept in its sender's order: `Links::receive_handed`): pushed into its mailbox with no
     /// notify (the claimer queues it). There it comes after every request
     /// its sender pushed before it ended (the mailbox keeps each
     /// producer's order, and the sender pushed those before its end), so

@@ -179,7 +179,7 @@ impl<P: Process> Local<P> {
                 Self::carry_timer(body, &firing)
             }
             envelope => {
-                let exit = matches!(&envelope.item, Item::Signal(s) if s.exit_from().is_some());
+                let exit = matches!(&envelope.item, Item::Signal(s) if s.is_exit());
                 let event = self.accept(envelope, body, pid);
                 if exit && matches!(event, Some(Event::Down { .. })) {
                     // A trapped exit, marked for an `unlink` (`flush_exit`).
