@@ -88,21 +88,12 @@ pub(crate) struct Slot<P: Process> {
     /// Next free slot index + 1 (0: none); meaningful only while free.
     next_free: AtomicU32,
     index: u32,
-    /// Whether the slot's process may have a registered name
-    /// (`sched/registry/`): written under the registry's lock, read by the
-    /// process's close after its `complete`, so that a process never named
-    /// ends on the path it would take without a registry (one branch).
-    pub(crate) named: AtomicBool,
     pub(crate) body: UnsafeCell<Body<P>>,
     /// The body's monitor and link counts, packed (`links::pack_counts`),
     /// for the process dump: stored Relaxed by the holder when they change,
     /// loaded Relaxed by the dump (a figure, not a synchronisation point:
     /// it may lag by a step, and is 0 for a process that never used links).
     pub(crate) link_counts: AtomicU64,
-    /// Pending timers of the process (`Body::timers.len()`), for the
-    /// process dump: published by the holder, zeroed before the slot is
-    /// freed, read by the dump; see [`TimerCount`] (`figures.rs`).
-    pub(crate) timers: TimerCount,
     /// When the process was last made Ready, a fine-clock reading
     /// (`CoarseClock::fine_now`), for the schedule-latency histogram: stored
     /// only if latency figures are recorded, by whoever made it Ready (its
@@ -111,6 +102,17 @@ pub(crate) struct Slot<P: Process> {
     /// the worker's pop (Acquire) makes it visible. A figure: it guards
     /// nothing.
     pub(crate) ready_at: AtomicU64,
+    /// Pending timers of the process (`Body::timers.len()`), for the
+    /// process dump: published by the holder, zeroed before the slot is
+    /// freed, read by the dump; see [`TimerCount`] (`figures.rs`).
+    pub(crate) timers: TimerCount,
+    /// Whether the slot's process may have a registered name
+    /// (`sched/registry/`): written under the registry's lock, read by the
+    /// process's close after its `complete`, so that a process never named
+    /// ends on the path it would take without a registry (one branch).
+    /// Last, in the padding after `timers`: so a small process's slot
+    /// stays three lines.
+    pub(crate) named: AtomicBool,
 }
 
 // SAFETY: `body` is only accessed by the one thread that holds the process
