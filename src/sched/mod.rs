@@ -100,3 +100,5 @@ pub use outside::{CallError, Receiver, Recv};
 pub use scheduler::Scheduler;
 #[cfg(not(loom))]
 pub use shutdown::ShutdownReport;
+#[cfg(not(loom))]
+pub use timer::cancel::TimerRef;

@@ -235,6 +235,20 @@ impl<M> TimerWheel<M> {
         Some((fired, message))
     }
 
+    /// Cancels the `send_after` entry `key` for the raw PID `pid`, if it is
+    /// still pending, and hands back its message: `None` if it has fired
+    /// (its delivery is on the way, or done) or was cancelled already, or
+    /// if `key` has since come to name another timer. `next` is left as
+    /// [`cancel`](Self::cancel) leaves it.
+    pub fn cancel_send(&self, key: Key, pid: u64) -> Option<M> {
+        let mut inner = self.lock();
+        if !inner.wheel.holds(key, pid, TimerKind::Send) {
+            return None;
+        }
+        let fired = inner.wheel.cancel(key)?;
+        inner.take_message(&fired)
+    }
+
     /// Fires what is due at tick `now` into `out` (messages of `Send`
     /// entries into `messages`, in the same order), if the lock is free or
     /// `wait` is set. Returns whether it looked.
@@ -459,6 +473,8 @@ pub(crate) struct Firing {
 mod api;
 #[cfg(not(loom))]
 pub(crate) use api::is_timer_made;
+#[cfg(not(loom))]
+pub(crate) mod cancel;
 
 #[cfg(all(test, not(loom)))]
 mod tests {
