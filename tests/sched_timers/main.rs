@@ -145,3 +145,4 @@ mod cancel;
 mod commands;
 mod ending;
 mod firing;
+mod intervals;

@@ -395,11 +395,14 @@ pub(crate) struct Record {
     pub(crate) tag: u64,
     /// The wheel entry ([`Key::into_raw`]).
     key: u64,
-    /// Bit 46: fired, its `Event::Timer` taken past a full step's cap and
+    /// Bits 0..45: an interval's period in ticks (`wake_every`; zero: a
+    /// one-shot timer); bit 45: an interval whose tick a step has taken,
+    /// to re-arm after that step ([`Record::due_to_rearm`]); bit 46:
+    /// fired, its `Event::Timer` taken past a full step's cap and
     /// carried, not yet given to a step ([`Record::carried`]); bit 47: a
     /// command timeout (else a `wake_*` timer); bits 48..64: the wheel's
-    /// worker; the rest is zero. (No deadline: whether a firing is this
-    /// timer's is told by the key, [`Record::armed_as`].)
+    /// worker. (No deadline: whether a firing is this timer's is told by
+    /// the key, [`Record::armed_as`].)
     meta: u64,
 }
 
@@ -407,6 +410,9 @@ pub(crate) struct Record {
 impl Record {
     const TIMEOUT: u64 = 1 << 47;
     const CARRIED: u64 = 1 << 46;
+    const REARM: u64 = 1 << 45;
+    /// The longest period an interval keeps, in ticks (about 18 years).
+    pub(crate) const MAX_PERIOD: u64 = Self::REARM - 1;
 
     pub(crate) fn new(tag: u64, key: Key, timeout: bool, wheel: usize) -> Self {
         let wheel = u16::try_from(wheel).expect("at most 65,536 workers");
@@ -416,6 +422,38 @@ impl Record {
             key: key.into_raw(),
             meta,
         }
+    }
+
+    /// The record of an interval of `period` ticks (`1..=MAX_PERIOD`).
+    pub(crate) fn every(tag: u64, key: Key, period: u64, wheel: usize) -> Self {
+        debug_assert!((1..=Self::MAX_PERIOD).contains(&period));
+        let mut record = Self::new(tag, key, false, wheel);
+        record.meta |= period;
+        record
+    }
+
+    /// An interval's period in ticks; zero for a one-shot timer.
+    pub(crate) fn period(&self) -> u64 {
+        self.meta & Self::MAX_PERIOD
+    }
+
+    /// Marks an interval whose tick a step is given: the worker arms its
+    /// next one after that step (`apply_timers`), so no two of its ticks
+    /// are ever queued at once.
+    pub(crate) fn mark_rearm(&mut self) {
+        self.meta = (self.meta & !Self::CARRIED) | Self::REARM;
+    }
+
+    /// Whether [`mark_rearm`](Self::mark_rearm) marked it.
+    pub(crate) fn due_to_rearm(&self) -> bool {
+        self.meta & Self::REARM != 0
+    }
+
+    /// Names its next arming (an interval re-armed), unmarked.
+    pub(crate) fn rearmed(&mut self, key: Key, wheel: usize) {
+        let wheel = u16::try_from(wheel).expect("at most 65,536 workers");
+        self.key = key.into_raw();
+        self.meta = (self.meta & (Self::MAX_PERIOD | Self::TIMEOUT)) | (u64::from(wheel) << 48);
     }
 
     pub(crate) fn key(&self) -> Key {
