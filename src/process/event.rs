@@ -61,6 +61,15 @@ pub enum Event<P: Process> {
         /// The tag the process gave the timer.
         tag: u64,
     },
+    /// The one event of a call the process made with
+    /// [`StepOutput::call`](super::StepOutput::call): the callee's reply,
+    /// or why there is none (the timeout, or the request handed back).
+    Reply {
+        /// The tag the process gave the call.
+        tag: u64,
+        /// The reply, or why there is none.
+        result: Result<P::Message, super::ReplyError<P::Message>>,
+    },
 }
 
 impl<P: Process> fmt::Debug for Event<P> {
@@ -83,6 +92,11 @@ impl<P: Process> fmt::Debug for Event<P> {
                 .field("reason", reason)
                 .finish(),
             Event::Timer { tag } => f.debug_struct("Timer").field("tag", tag).finish(),
+            Event::Reply { tag, result } => f
+                .debug_struct("Reply")
+                .field("tag", tag)
+                .field("ok", &result.is_ok())
+                .finish_non_exhaustive(),
         }
     }
 }

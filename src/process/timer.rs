@@ -130,7 +130,7 @@ impl<P: Process> StepOutput<'_, P> {
     ///
     /// A period shorter than the wheel's tick (16.384 µs), `Duration::ZERO`
     /// included, is taken as one tick: a tick a step, on a scheduler with
-    /// nothing else to do. A period longer than about 18 years is taken as
+    /// nothing else to do. A period longer than about 9 years is taken as
     /// that, and so never comes.
     ///
     /// ```

@@ -52,6 +52,8 @@ pub(crate) struct Extra<P: Process> {
     /// collection decides (`before_step`, `Before::Rewait`): with nothing
     /// but messages, they are carried and it waits again without a step.
     pub(crate) rewait: bool,
+    /// Calls waiting for their reply (`worker/calls.rs`): id and tag.
+    pub(crate) calls: Vec<(u64, u64)>,
 }
 
 impl<P: Process> Extra<P> {
@@ -62,6 +64,7 @@ impl<P: Process> Extra<P> {
             timers: Vec::new(),
             down: None,
             rewait: false,
+            calls: Vec::new(),
         })
     }
 
@@ -73,6 +76,7 @@ impl<P: Process> Extra<P> {
             && self.timers.capacity() == 0
             && self.down.is_none()
             && !self.rewait
+            && self.calls.capacity() == 0
     }
 }
 

@@ -27,6 +27,7 @@ mod inbox;
 pub(crate) mod join;
 pub(crate) mod join_set;
 mod receiver;
+mod reply;
 
 pub(crate) use inbox::Inbox;
 pub use receiver::{CallError, Receiver, Recv};

@@ -395,8 +395,9 @@ pub(crate) struct Record {
     pub(crate) tag: u64,
     /// The wheel entry ([`Key::into_raw`]).
     key: u64,
-    /// Bits 0..45: an interval's period in ticks (`wake_every`; zero: a
-    /// one-shot timer); bit 45: an interval whose tick a step has taken,
+    /// Bits 0..44: an interval's period in ticks (`wake_every`; zero: a
+    /// one-shot timer); bit 44: a call's timeout (`StepOutput::call`: the
+    /// tag is the call's id); bit 45: an interval whose tick a step has taken,
     /// to re-arm after that step ([`Record::due_to_rearm`]); bit 46:
     /// fired, its `Event::Timer` taken past a full step's cap and
     /// carried, not yet given to a step ([`Record::carried`]); bit 47: a
@@ -411,8 +412,21 @@ impl Record {
     const TIMEOUT: u64 = 1 << 47;
     const CARRIED: u64 = 1 << 46;
     const REARM: u64 = 1 << 45;
-    /// The longest period an interval keeps, in ticks (about 18 years).
-    pub(crate) const MAX_PERIOD: u64 = Self::REARM - 1;
+    const CALL: u64 = 1 << 44;
+    /// The longest period an interval keeps, in ticks (about 9 years).
+    pub(crate) const MAX_PERIOD: u64 = Self::CALL - 1;
+
+    /// The record of the timeout of call `id`.
+    pub(crate) fn call(id: u64, key: Key, wheel: usize) -> Self {
+        let mut record = Self::new(id, key, false, wheel);
+        record.meta |= Self::CALL;
+        record
+    }
+
+    /// Whether it is a call's timeout ([`Record::call`]).
+    pub(crate) fn is_call(&self) -> bool {
+        self.meta & Self::CALL != 0
+    }
 
     pub(crate) fn new(tag: u64, key: Key, timeout: bool, wheel: usize) -> Self {
         let wheel = u16::try_from(wheel).expect("at most 65,536 workers");
@@ -453,7 +467,7 @@ impl Record {
     pub(crate) fn rearmed(&mut self, key: Key, wheel: usize) {
         let wheel = u16::try_from(wheel).expect("at most 65,536 workers");
         self.key = key.into_raw();
-        self.meta = (self.meta & (Self::MAX_PERIOD | Self::TIMEOUT)) | (u64::from(wheel) << 48);
+        self.meta = (self.meta & (Self::MAX_PERIOD | Self::TIMEOUT | Self::CALL)) | (u64::from(wheel) << 48);
     }
 
     pub(crate) fn key(&self) -> Key {

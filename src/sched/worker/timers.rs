@@ -190,7 +190,8 @@ impl<P: Process> Local<P> {
             return false;
         };
         let timers = &mut extra.timers;
-        let Some(at) = (timers.iter()).position(|r| r.tag == tag && r.is_timeout() == timeout)
+        let Some(at) = (timers.iter())
+            .position(|r| r.tag == tag && r.is_timeout() == timeout && !r.is_call())
         else {
             return false;
         };
@@ -228,6 +229,10 @@ impl<P: Process> Local<P> {
         debug_assert!(!firing.timeout, "a timeout's completion is accepted");
         let timers = &mut body.extra.as_deref_mut()?.timers;
         let record = timers.iter_mut().find(|r| r.armed_as(firing))?;
+        if record.is_call() {
+            // A call's timeout is its reply: nothing to cancel it later.
+            return Self::accept_timer(body, firing);
+        }
         // An interval's too: the handover marks it to be re-armed.
         record.carry();
         Some(Event::Timer { tag: firing.tag })
@@ -309,6 +314,10 @@ impl<P: Process> Local<P> {
         let timers = &mut body.extra.as_deref_mut()?.timers;
         let at = timers.iter().position(|r| r.armed_as(firing))?;
         debug_assert!(timers[at].tag == tag && timers[at].is_timeout() == firing.timeout);
+        if timers[at].is_call() {
+            let record = timers.swap_remove(at);
+            return Self::call_timed_out(body, record);
+        }
         if timers[at].period() != 0 {
             // An interval: re-armed after the step it is given to.
             timers[at].mark_rearm();
