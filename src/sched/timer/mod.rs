@@ -467,7 +467,8 @@ impl Record {
     pub(crate) fn rearmed(&mut self, key: Key, wheel: usize) {
         let wheel = u16::try_from(wheel).expect("at most 65,536 workers");
         self.key = key.into_raw();
-        self.meta = (self.meta & (Self::MAX_PERIOD | Self::TIMEOUT | Self::CALL)) | (u64::from(wheel) << 48);
+        self.meta = (self.meta & (Self::MAX_PERIOD | Self::TIMEOUT | Self::CALL))
+            | (u64::from(wheel) << 48);
     }
 
     pub(crate) fn key(&self) -> Key {

@@ -55,7 +55,8 @@ impl<P: Process> Local<P> {
                                 self.wake_next(task);
                             }
                             if !ending {
-                                lowered |= self.register_call(pid, body, id, tag, timeout, &mut now);
+                                lowered |=
+                                    self.register_call(pid, body, id, tag, timeout, &mut now);
                             }
                         }
                         Err((why, Event::Message(request))) => {
@@ -119,7 +120,14 @@ impl<P: Process> Local<P> {
         let nanos = *now.get_or_insert_with(|| clock.nanos(Instant::now()));
         let deadline = TimerClock::deadline_after(nanos, timeout);
         let wheel = &self.shared.timers.wheels[self.index];
-        match wheel.insert(nanos >> TICK_SHIFT, deadline, pid.into_raw(), id, TimerKind::Timer, None) {
+        match wheel.insert(
+            nanos >> TICK_SHIFT,
+            deadline,
+            pid.into_raw(),
+            id,
+            TimerKind::Timer,
+            None,
+        ) {
             Ok((key, lowered)) => {
                 extra.timers.push(Record::call(id, key, self.index));
                 lowered
@@ -134,7 +142,12 @@ impl<P: Process> Local<P> {
     /// `Event::Reply` if the call still waits (its timeout cancelled);
     /// otherwise stale (timed out, answered already), counted with the
     /// unknown completion tags and given to `on_undelivered`.
-    pub(super) fn accept_reply(&mut self, body: &mut Body<P>, pid: Pid, event: Event<P>) -> Option<Event<P>> {
+    pub(super) fn accept_reply(
+        &mut self,
+        body: &mut Body<P>,
+        pid: Pid,
+        event: Event<P>,
+    ) -> Option<Event<P>> {
         let Event::Reply { tag: id, result } = event else {
             return Some(event);
         };
@@ -147,7 +160,8 @@ impl<P: Process> Local<P> {
         let Some((tag, timeout)) = found else {
             // Relaxed: a statistic.
             (self.shared.totals.unknown_tags).fetch_add(1, Ordering::Relaxed);
-            self.shared.undelivered(pid, Event::Reply { tag: id, result });
+            self.shared
+                .undelivered(pid, Event::Reply { tag: id, result });
             return None;
         };
         if let Some(record) = timeout {

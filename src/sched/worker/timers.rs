@@ -190,8 +190,8 @@ impl<P: Process> Local<P> {
             return false;
         };
         let timers = &mut extra.timers;
-        let Some(at) = (timers.iter())
-            .position(|r| r.tag == tag && r.is_timeout() == timeout && !r.is_call())
+        let Some(at) =
+            (timers.iter()).position(|r| r.tag == tag && r.is_timeout() == timeout && !r.is_call())
         else {
             return false;
         };
