@@ -21,6 +21,8 @@ impl<P: Process> Local<P> {
     /// Applies the step's timer operations to the process `pid` (which we
     /// hold), in call order. New timers go into this worker's own wheel.
     pub(super) fn apply_timers(&mut self, pid: Pid, body: &mut Body<P>, slot: &Slot<P>) {
+        // An interval whose tick this step was given (`Record::mark_rearm`):
+        // only a body with an extra ever had a record.
         let rearm = body
             .extra
             .as_deref()
@@ -28,8 +30,7 @@ impl<P: Process> Local<P> {
         if self.scratch.effects.timers.is_empty() && !rearm {
             // The step's events may have taken records out without an
             // operation (`collect_events`: a timer or timeout that fired, a
-            // command that completed before its timeout). Only a body with
-            // an extra ever had a record.
+            // command that completed before its timeout).
             if body.extra.is_some() {
                 self.publish_timer_count(body, slot);
             }
