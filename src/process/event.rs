@@ -56,7 +56,8 @@ pub enum Event<P: Process> {
     /// [`StepOutput::wake_after`](super::StepOutput::wake_after) or
     /// [`wake_at`](super::StepOutput::wake_at) has reached its deadline.
     /// It comes at or after the deadline, never before, and at most once
-    /// per timer set; not at all if it was cancelled first.
+    /// per timer set; not at all if it was cancelled first. An interval
+    /// ([`wake_every`](super::StepOutput::wake_every)) gives one per tick.
     Timer {
         /// The tag the process gave the timer.
         tag: u64,
