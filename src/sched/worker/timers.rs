@@ -21,21 +21,24 @@ impl<P: Process> Local<P> {
     /// Applies the step's timer operations to the process `pid` (which we
     /// hold), in call order. New timers go into this worker's own wheel.
     pub(super) fn apply_timers(&mut self, pid: Pid, body: &mut Body<P>, slot: &Slot<P>) {
-        // An interval whose tick this step was given (`Record::mark_rearm`):
-        // only a body with an extra ever had a record.
-        let rearm = body
-            .extra
-            .as_deref()
-            .is_some_and(|e| e.timers.iter().any(Record::due_to_rearm));
-        if self.scratch.effects.timers.is_empty() && !rearm {
+        let rearm = if self.scratch.effects.timers.is_empty() {
             // The step's events may have taken records out without an
             // operation (`collect_events`: a timer or timeout that fired, a
-            // command that completed before its timeout).
-            if body.extra.is_some() {
+            // command that completed before its timeout). Only a body with
+            // an extra ever had a record.
+            let Some(extra) = body.extra.as_deref() else {
+                return;
+            };
+            // An interval whose tick this step was given
+            // (`Record::mark_rearm`) is re-armed below.
+            if !extra.timers.iter().any(Record::due_to_rearm) {
                 self.publish_timer_count(body, slot);
+                return;
             }
-            return;
-        }
+            true
+        } else {
+            (body.extra.as_deref()).is_some_and(|e| e.timers.iter().any(Record::due_to_rearm))
+        };
         let mut ops = core::mem::take(&mut self.scratch.effects.timers);
         let shared = &*self.shared;
         let clock = &shared.timers.clock;
