@@ -56,10 +56,20 @@ pub enum Event<P: Process> {
     /// [`StepOutput::wake_after`](super::StepOutput::wake_after) or
     /// [`wake_at`](super::StepOutput::wake_at) has reached its deadline.
     /// It comes at or after the deadline, never before, and at most once
-    /// per timer set; not at all if it was cancelled first.
+    /// per timer set; not at all if it was cancelled first. An interval
+    /// ([`wake_every`](super::StepOutput::wake_every)) gives one per tick.
     Timer {
         /// The tag the process gave the timer.
         tag: u64,
+    },
+    /// The one event of a call the process made with
+    /// [`StepOutput::call`](super::StepOutput::call): the callee's reply,
+    /// or why there is none (the timeout, or the request handed back).
+    Reply {
+        /// The tag the process gave the call.
+        tag: u64,
+        /// The reply, or why there is none.
+        result: Result<P::Message, super::ReplyError<P::Message>>,
     },
 }
 
@@ -83,6 +93,11 @@ impl<P: Process> fmt::Debug for Event<P> {
                 .field("reason", reason)
                 .finish(),
             Event::Timer { tag } => f.debug_struct("Timer").field("tag", tag).finish(),
+            Event::Reply { tag, result } => f
+                .debug_struct("Reply")
+                .field("tag", tag)
+                .field("ok", &result.is_ok())
+                .finish_non_exhaustive(),
         }
     }
 }

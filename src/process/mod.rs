@@ -49,6 +49,7 @@
 //!
 //! loom models of these races are in `loom-tests/tests/state.rs`.
 
+pub(crate) mod call;
 mod event;
 mod exit;
 pub mod kinds;
@@ -58,6 +59,7 @@ mod registry;
 pub(crate) mod state;
 pub(crate) mod timer;
 
+pub use call::{ReplyError, ReplyTo};
 pub use event::{Cancel, CommandError, Event};
 pub use exit::{ExitReason, Summary};
 pub use kinds::{Hosts, Kind};

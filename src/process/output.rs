@@ -184,6 +184,11 @@ pub(crate) struct Effects<P: Process> {
     pub(crate) links: Vec<LinkOp>,
     /// Timers set and cancelled, in call order (`timer.rs`).
     pub(crate) timers: Vec<super::timer::TimerOp>,
+    /// Calls and replies, in call order (`call.rs`). Unallocated until used.
+    pub(crate) calls: Vec<super::call::CallOp<P::Message>>,
+    /// The id of the next call a step on this worker makes: the worker's
+    /// index in the top 16 bits, a count below (`Effects::for_worker`).
+    pub(crate) next_call: u64,
 }
 
 /// A monitor or link request of a step ([`StepOutput::monitor`] and the
@@ -210,7 +215,16 @@ impl<P: Process> Effects<P> {
             spawned: Vec::new(),
             links: Vec::new(),
             timers: Vec::new(),
+            calls: Vec::new(),
+            next_call: 0,
         }
+    }
+
+    /// The buffers of worker `index`: its call ids are its own.
+    pub(crate) fn for_worker(index: usize) -> Self {
+        let mut effects = Self::new();
+        effects.next_call = (index as u64) << 48;
+        effects
     }
 }
 

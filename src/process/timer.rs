@@ -1,5 +1,6 @@
 //! Timers on the process side: [`StepOutput::wake_after`],
-//! [`wake_at`](StepOutput::wake_at), [`cancel_timer`](StepOutput::cancel_timer)
+//! [`wake_at`](StepOutput::wake_at), [`wake_every`](StepOutput::wake_every),
+//! [`cancel_timer`](StepOutput::cancel_timer)
 //! and [`yield_command_timeout`](StepOutput::yield_command_timeout).
 //!
 //! A step only records what it asks for; its worker applies it right after
@@ -26,6 +27,9 @@ pub(crate) enum TimerOp {
     Cancel { tag: u64 },
     /// Time out command `tag` then, if it has not completed.
     Timeout { tag: u64, after: Duration },
+    /// Deliver `Event::Timer { tag }` every `period` (replacing a pending
+    /// timer of that tag).
+    Every { tag: u64, period: Duration },
 }
 
 impl<P: Process> StepOutput<'_, P> {
@@ -98,12 +102,75 @@ impl<P: Process> StepOutput<'_, P> {
         self.effects.timers.push(TimerOp::Wake { tag, when });
     }
 
-    /// Cancels the pending timer `tag` (set by `wake_after` or `wake_at`):
+    /// Cancels the pending timer `tag` (set by `wake_after`, `wake_at` or
+    /// `wake_every`):
     /// no `Event::Timer` for it comes after this step, even if it fired
     /// just before and its event is on the way. Does nothing if no such
     /// timer is pending.
     pub fn cancel_timer(&mut self, tag: u64) {
         self.effects.timers.push(TimerOp::Cancel { tag });
+    }
+
+    /// Asks for an [`Event::Timer { tag }`](super::Event::Timer) every
+    /// `period`, the first `period` from now, until
+    /// [`cancel_timer(tag)`](Self::cancel_timer), a timer set again with
+    /// `tag`, or the end of the process. Like
+    /// [`wake_after`](Self::wake_after) otherwise: it wakes the process
+    /// from `Idle` or `Wait`, never early.
+    ///
+    /// A process that is late never gets a burst: the next tick is armed
+    /// only after the step that is given the last one, `period` after that
+    /// step (tokio's `MissedTickBehavior::Delay`), so no two ticks of one
+    /// interval are ever queued at once, and a process that falls behind
+    /// gets fewer ticks, not a backlog. Ticks drift by the time each takes
+    /// to reach a step; use [`wake_at`](Self::wake_at) from a fixed origin
+    /// for a schedule that must not.
+    ///
+    /// # Bounds
+    ///
+    /// A period shorter than the wheel's tick (16.384 µs), `Duration::ZERO`
+    /// included, is taken as one tick: a tick a step, on a scheduler with
+    /// nothing else to do. A period longer than about 9 years is taken as
+    /// that, and so never comes.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use stepsched::process::{Event, NoCommand, Process, StepOutput};
+    /// use stepsched::sched::Scheduler;
+    ///
+    /// /// Counts three ticks of 1 ms, then ends.
+    /// struct Beat(u32);
+    ///
+    /// impl Process for Beat {
+    ///     type Input = ();
+    ///     type Message = ();
+    ///     type Command = NoCommand;
+    ///     type Reply = ();
+    ///     type Output = u32;
+    ///     type Error = ();
+    ///
+    ///     fn init(&mut self, _: &str, _: ()) -> Result<(), ()> {
+    ///         Ok(())
+    ///     }
+    ///
+    ///     fn step(&mut self, events: &mut Vec<Event<Self>>, out: &mut StepOutput<'_, Self>) -> Result<(), ()> {
+    ///         if events.is_empty() {
+    ///             out.wake_every(1, Duration::from_millis(1));
+    ///         }
+    ///         self.0 += events.drain(..).filter(|e| matches!(e, Event::Timer { tag: 1 })).count() as u32;
+    ///         if self.0 == 3 {
+    ///             out.done(self.0);
+    ///         }
+    ///         Ok(())
+    ///     }
+    /// }
+    ///
+    /// let scheduler = Scheduler::builder().workers(1).build().unwrap();
+    /// let beat = scheduler.submit_joinable(Beat(0), "beat", ()).unwrap();
+    /// assert_eq!(beat.join(), Ok(3));
+    /// ```
+    pub fn wake_every(&mut self, tag: u64, period: Duration) {
+        self.effects.timers.push(TimerOp::Every { tag, period });
     }
 
     /// [`yield_command`](Self::yield_command) with a deadline: if the

@@ -108,3 +108,5 @@ pub use outside::{Call, CallError, Receiver, Recv, SendAsync};
 pub use scheduler::Scheduler;
 #[cfg(not(loom))]
 pub use shutdown::ShutdownReport;
+#[cfg(not(loom))]
+pub use timer::cancel::TimerRef;

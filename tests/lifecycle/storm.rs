@@ -347,7 +347,7 @@ impl<'a> Storm<'a> {
         let id = message.id;
         let scheduler = self.scheduler;
         match catch_unwind(AssertUnwindSafe(|| {
-            scheduler.send_after(to, message, delay)
+            scheduler.send_after(to, message, delay).map(drop)
         })) {
             Ok(result) => self.sent(id, result, "send_after"),
             Err(_) => {

@@ -141,6 +141,8 @@ fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
 
+mod cancel;
 mod commands;
 mod ending;
 mod firing;
+mod intervals;

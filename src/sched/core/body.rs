@@ -52,6 +52,8 @@ pub(crate) struct Extra<P: Process> {
     /// collection decides (`before_step`, `Before::Rewait`): with nothing
     /// but messages, they are carried and it waits again without a step.
     pub(crate) rewait: bool,
+    /// Calls waiting for their reply (`worker/calls.rs`): id and tag.
+    pub(crate) calls: Vec<(u64, u64)>,
 }
 
 impl<P: Process> Extra<P> {
@@ -62,6 +64,7 @@ impl<P: Process> Extra<P> {
             timers: Vec::new(),
             down: None,
             rewait: false,
+            calls: Vec::new(),
         })
     }
 
@@ -73,6 +76,7 @@ impl<P: Process> Extra<P> {
             && self.timers.capacity() == 0
             && self.down.is_none()
             && !self.rewait
+            && self.calls.capacity() == 0
     }
 }
 
@@ -80,7 +84,7 @@ impl<P: Process> Extra<P> {
 /// takes one when it is first monitored or linked and gives it back at
 /// its close, so a worker closing such processes as fast as they are
 /// made (a chain torn down, a watcher spawning and watching children)
-/// allocates none. 1,024 of 168 bytes (with malloc's header, ~180 KiB) a
+/// allocates none. 1,024 of 208 bytes (with malloc's header, ~220 KiB) a
 /// worker at most, kept
 /// after a burst, so that a torn-down chain or supervision tree of up to
 /// a thousand frees nothing (a much smaller cache would free most of a
@@ -178,7 +182,7 @@ mod tests {
     /// A closed process's extra part, given back as `close` does (its links
     /// taken), is the very part the worker's next process gets: no `free`
     /// at the close, no `malloc` at the next use; and the spare list keeps
-    /// no more than its bound, ~180 KiB a worker at most.
+    /// no more than its bound, ~220 KiB a worker at most.
     #[test]
     fn a_closed_processs_extra_part_is_the_next_ones() {
         let mut spare = SpareExtras::new();
@@ -193,6 +197,6 @@ mod tests {
         assert!(next.links_mut(&mut spare).counts() == (0, 0, 0), "cleared");
         let again: *const Extra<Nop> = next.extra.as_deref().expect("taken");
         assert_eq!(again, part, "the same part, not a new one");
-        assert!(SPARE_EXTRAS * core::mem::size_of::<Extra<Nop>>() <= 184 << 10);
+        assert!(SPARE_EXTRAS * core::mem::size_of::<Extra<Nop>>() <= 208 << 10);
     }
 }

@@ -42,6 +42,7 @@ pub(crate) mod join;
 pub(crate) mod join_set;
 pub(crate) mod on_worker;
 mod receiver;
+mod reply;
 mod send;
 
 pub use call::{Call, CallError};

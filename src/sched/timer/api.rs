@@ -7,6 +7,7 @@ use crate::process::{CommandError, Event, Pid, Process};
 use crate::sched::error::SendError;
 use crate::sched::scheduler::Scheduler;
 use crate::sched::shared::{phase, Shared};
+use crate::sched::timer::cancel::TimerRef;
 use std::time::{Duration, Instant};
 
 /// Whether `event` was made by a timer (an `Event::Timer`, or a command's
@@ -40,6 +41,10 @@ impl<P: Process> Scheduler<P> {
     /// delivers at the wheel's next tick; a delay too far for the clock
     /// (`Duration::MAX`) saturates and never fires, and the message waits
     /// for the shutdown that hands it to `on_undelivered`.
+    ///
+    /// The [`TimerRef`] it returns cancels it:
+    /// [`cancel_timer`](Scheduler::cancel_timer) hands the message back if
+    /// it has not fired yet. Ignoring the handle is fine.
     ///
     /// # Errors
     ///
@@ -86,7 +91,7 @@ impl<P: Process> Scheduler<P> {
         to: Pid,
         message: P::Message,
         delay: Duration,
-    ) -> Result<(), SendError<P::Message>> {
+    ) -> Result<TimerRef, SendError<P::Message>> {
         let shared = &*self.shared;
         if shared.core.phase() != phase::RUNNING {
             return Err(SendError::ShuttingDown(message));
@@ -126,13 +131,13 @@ impl<P: Process> Scheduler<P> {
             TimerKind::Send,
             Some(message),
         ) {
-            Ok((_, lowered)) => {
+            Ok((key, lowered)) => {
                 if lowered {
                     // The wake rule (`timer/mod.rs`): no sleeper may keep
                     // a deadline that misses this timer.
                     shared.core.idle.notify_one();
                 }
-                Ok(())
+                Ok(TimerRef::new(to, key, worker))
             }
             // Shutdown closed the wheels after our phase check.
             Err(message) => Err(SendError::ShuttingDown(

@@ -235,6 +235,20 @@ impl<M> TimerWheel<M> {
         Some((fired, message))
     }
 
+    /// Cancels the `send_after` entry `key` for the raw PID `pid`, if it is
+    /// still pending, and hands back its message: `None` if it has fired
+    /// (its delivery is on the way, or done) or was cancelled already, or
+    /// if `key` has since come to name another timer. `next` is left as
+    /// [`cancel`](Self::cancel) leaves it.
+    pub fn cancel_send(&self, key: Key, pid: u64) -> Option<M> {
+        let mut inner = self.lock();
+        if !inner.wheel.holds(key, pid, TimerKind::Send) {
+            return None;
+        }
+        let fired = inner.wheel.cancel(key)?;
+        inner.take_message(&fired)
+    }
+
     /// Fires what is due at tick `now` into `out` (messages of `Send`
     /// entries into `messages`, in the same order), if the lock is free or
     /// `wait` is set. Returns whether it looked.
@@ -381,11 +395,15 @@ pub(crate) struct Record {
     pub(crate) tag: u64,
     /// The wheel entry ([`Key::into_raw`]).
     key: u64,
-    /// Bit 46: fired, its `Event::Timer` taken past a full step's cap and
+    /// Bits 0..44: an interval's period in ticks (`wake_every`; zero: a
+    /// one-shot timer); bit 44: a call's timeout (`StepOutput::call`: the
+    /// tag is the call's id); bit 45: an interval whose tick a step has taken,
+    /// to re-arm after that step ([`Record::due_to_rearm`]); bit 46:
+    /// fired, its `Event::Timer` taken past a full step's cap and
     /// carried, not yet given to a step ([`Record::carried`]); bit 47: a
     /// command timeout (else a `wake_*` timer); bits 48..64: the wheel's
-    /// worker; the rest is zero. (No deadline: whether a firing is this
-    /// timer's is told by the key, [`Record::armed_as`].)
+    /// worker. (No deadline: whether a firing is this timer's is told by
+    /// the key, [`Record::armed_as`].)
     meta: u64,
 }
 
@@ -393,6 +411,22 @@ pub(crate) struct Record {
 impl Record {
     const TIMEOUT: u64 = 1 << 47;
     const CARRIED: u64 = 1 << 46;
+    const REARM: u64 = 1 << 45;
+    const CALL: u64 = 1 << 44;
+    /// The longest period an interval keeps, in ticks (about 9 years).
+    pub(crate) const MAX_PERIOD: u64 = Self::CALL - 1;
+
+    /// The record of the timeout of call `id`.
+    pub(crate) fn call(id: u64, key: Key, wheel: usize) -> Self {
+        let mut record = Self::new(id, key, false, wheel);
+        record.meta |= Self::CALL;
+        record
+    }
+
+    /// Whether it is a call's timeout ([`Record::call`]).
+    pub(crate) fn is_call(&self) -> bool {
+        self.meta & Self::CALL != 0
+    }
 
     pub(crate) fn new(tag: u64, key: Key, timeout: bool, wheel: usize) -> Self {
         let wheel = u16::try_from(wheel).expect("at most 65,536 workers");
@@ -402,6 +436,39 @@ impl Record {
             key: key.into_raw(),
             meta,
         }
+    }
+
+    /// The record of an interval of `period` ticks (`1..=MAX_PERIOD`).
+    pub(crate) fn every(tag: u64, key: Key, period: u64, wheel: usize) -> Self {
+        debug_assert!((1..=Self::MAX_PERIOD).contains(&period));
+        let mut record = Self::new(tag, key, false, wheel);
+        record.meta |= period;
+        record
+    }
+
+    /// An interval's period in ticks; zero for a one-shot timer.
+    pub(crate) fn period(&self) -> u64 {
+        self.meta & Self::MAX_PERIOD
+    }
+
+    /// Marks an interval whose tick a step is given: the worker arms its
+    /// next one after that step (`apply_timers`), so no two of its ticks
+    /// are ever queued at once.
+    pub(crate) fn mark_rearm(&mut self) {
+        self.meta = (self.meta & !Self::CARRIED) | Self::REARM;
+    }
+
+    /// Whether [`mark_rearm`](Self::mark_rearm) marked it.
+    pub(crate) fn due_to_rearm(&self) -> bool {
+        self.meta & Self::REARM != 0
+    }
+
+    /// Names its next arming (an interval re-armed), unmarked.
+    pub(crate) fn rearmed(&mut self, key: Key, wheel: usize) {
+        let wheel = u16::try_from(wheel).expect("at most 65,536 workers");
+        self.key = key.into_raw();
+        self.meta = (self.meta & (Self::MAX_PERIOD | Self::TIMEOUT | Self::CALL))
+            | (u64::from(wheel) << 48);
     }
 
     pub(crate) fn key(&self) -> Key {
@@ -459,6 +526,8 @@ pub(crate) struct Firing {
 mod api;
 #[cfg(not(loom))]
 pub(crate) use api::is_timer_made;
+#[cfg(not(loom))]
+pub(crate) mod cancel;
 
 #[cfg(all(test, not(loom)))]
 mod tests {

@@ -211,6 +211,18 @@ impl Wheel {
         Some(self.release(key.index))
     }
 
+    /// Whether `key` names a pending entry of `kind` for the raw PID `pid`
+    /// (a handle's check before it cancels: a key whose generation has
+    /// wrapped around to another timer's is not that timer's handle).
+    pub(crate) fn holds(&self, key: Key, pid: u64, kind: TimerKind) -> bool {
+        self.entries.get(key.index as usize).is_some_and(|entry| {
+            entry.generation == key.generation
+                && entry.list() != FREE
+                && { entry.pid } == pid
+                && entry.kind() == kind
+        })
+    }
+
     /// The tick at which [`Wheel::advance`] next has something to do: the
     /// start of the first occupied slot (the earliest deadline if it is in
     /// level 0, else a cascade), `elapsed` if an entry is due already, or

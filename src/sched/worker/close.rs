@@ -171,6 +171,7 @@ impl<P: Process> Local<P> {
         }
         if let Some(mut extra) = extra {
             extra.links = None; // a spare part holds nothing
+            extra.calls = Vec::new();
             self.scratch.spare_extras.give(extra);
         }
     }

@@ -66,6 +66,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+mod calls;
 mod close;
 mod contain;
 mod effects;
@@ -180,7 +181,7 @@ impl<P: Process> Local<P> {
             },
             scratch: Scratch {
                 events: Vec::new(),
-                effects: Effects::new(),
+                effects: Effects::for_worker(index),
                 free: RefCell::new(FreeCache::default()),
                 nodes,
                 spare_extras: SpareExtras::new(),

@@ -205,6 +205,9 @@ impl<P: Process> Local<P> {
             // which wakes the sender like a completion.
             more |= self.apply_sends(&mut body.carry);
             let ending = outcome.is_some() || last || matches!(status, Status::Done(_));
+            if !self.scratch.effects.calls.is_empty() {
+                more |= self.apply_calls(pid, body, ending);
+            }
             if ending {
                 self.scratch.effects.commands.clear();
                 self.scratch.effects.timers.clear();
@@ -447,6 +450,8 @@ impl<P: Process> Local<P> {
             return None;
         }
         let event = match item {
+            // A reply to a call (`calls.rs`).
+            Item::Event(event @ Event::Reply { .. }) => return self.accept_reply(body, pid, event),
             Item::Event(event) => event,
             Item::Signal(signal) => {
                 let (pid, reason) = self.receive_signal(body, signal)?;

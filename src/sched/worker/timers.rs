@@ -12,25 +12,33 @@ use crate::sched::core::body::Extra;
 use crate::sched::core::table::{Body, Envelope, Item, Slot};
 use crate::sched::links::Signal;
 use crate::sched::shared::phase;
-use crate::sched::timer::wheel::{TimerKind, TICK_SHIFT};
+use crate::sched::timer::wheel::{TimerKind, TICK_NANOS, TICK_SHIFT};
 use crate::sched::timer::{earliest, Firing, Record, TimerClock, LATE_NANOS, NEVER};
 use crate::sync::Ordering;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 impl<P: Process> Local<P> {
     /// Applies the step's timer operations to the process `pid` (which we
     /// hold), in call order. New timers go into this worker's own wheel.
     pub(super) fn apply_timers(&mut self, pid: Pid, body: &mut Body<P>, slot: &Slot<P>) {
-        if self.scratch.effects.timers.is_empty() {
+        let rearm = if self.scratch.effects.timers.is_empty() {
             // The step's events may have taken records out without an
             // operation (`collect_events`: a timer or timeout that fired, a
             // command that completed before its timeout). Only a body with
             // an extra ever had a record.
-            if body.extra.is_some() {
+            let Some(extra) = body.extra.as_deref() else {
+                return;
+            };
+            // An interval whose tick this step was given
+            // (`Record::mark_rearm`) is re-armed below.
+            if !extra.timers.iter().any(Record::due_to_rearm) {
                 self.publish_timer_count(body, slot);
+                return;
             }
-            return;
-        }
+            true
+        } else {
+            (body.extra.as_deref()).is_some_and(|e| e.timers.iter().any(Record::due_to_rearm))
+        };
         let mut ops = core::mem::take(&mut self.scratch.effects.timers);
         let shared = &*self.shared;
         let clock = &shared.timers.clock;
@@ -40,8 +48,36 @@ impl<P: Process> Local<P> {
         let now_tick = now >> TICK_SHIFT;
         self.timers.timer_tick = Some((self.queues.tick, now_tick));
         let mut lowered = false;
+        if rearm {
+            // Intervals whose tick this step was given: the next one a
+            // period from now (before the step's own operations, which may
+            // cancel or replace them).
+            lowered |= self.rearm_intervals(pid, body, now_tick);
+        }
         for op in ops.drain(..) {
             let (tag, deadline, timeout) = match op {
+                TimerOp::Every { tag, period } => {
+                    self.cancel_record(body, tag, false);
+                    let period = Self::period_ticks(period);
+                    let wheel = &shared.timers.wheels[self.index];
+                    let deadline = now_tick.saturating_add(period);
+                    if let Ok((key, low)) = wheel.insert(
+                        now_tick,
+                        deadline,
+                        pid.into_raw(),
+                        tag,
+                        TimerKind::Timer,
+                        None,
+                    ) {
+                        lowered |= low;
+                        let timers = &mut body.extra_from(&mut self.scratch.spare_extras).timers;
+                        if timers.capacity() == 0 {
+                            timers.reserve_exact(1);
+                        }
+                        timers.push(Record::every(tag, key, period, self.index));
+                    }
+                    continue;
+                }
                 TimerOp::Cancel { tag } => {
                     self.cancel_record(body, tag, false);
                     continue;
@@ -92,6 +128,54 @@ impl<P: Process> Local<P> {
         }
     }
 
+    /// An interval's period in ticks: rounded up, at least one, at most
+    /// `Record::MAX_PERIOD` (`StepOutput::wake_every`'s bounds).
+    fn period_ticks(period: Duration) -> u64 {
+        let nanos = u64::try_from(period.as_nanos()).unwrap_or(u64::MAX);
+        nanos.div_ceil(TICK_NANOS).clamp(1, Record::MAX_PERIOD)
+    }
+
+    /// Arms the next tick of each interval of the process whose last tick
+    /// a step was given (`Record::mark_rearm`), a period after `now`, in
+    /// this worker's wheel. Returns whether that lowered its `next`.
+    #[cold]
+    #[inline(never)]
+    fn rearm_intervals(&self, pid: Pid, body: &mut Body<P>, now: u64) -> bool {
+        let Some(extra) = body.extra.as_deref_mut() else {
+            return false;
+        };
+        let wheel = &self.shared.timers.wheels[self.index];
+        let mut lowered = false;
+        let mut at = 0;
+        while at < extra.timers.len() {
+            let record = &mut extra.timers[at];
+            if !record.due_to_rearm() {
+                at += 1;
+                continue;
+            }
+            let deadline = now.saturating_add(record.period());
+            match wheel.insert(
+                now,
+                deadline,
+                pid.into_raw(),
+                record.tag,
+                TimerKind::Timer,
+                None,
+            ) {
+                Ok((key, low)) => {
+                    lowered |= low;
+                    record.rearmed(key, self.index);
+                    at += 1;
+                }
+                // Shutdown closed the wheels: the interval ends.
+                Err(_) => {
+                    extra.timers.swap_remove(at);
+                }
+            }
+        }
+        lowered
+    }
+
     /// Stores the process's pending timer count for the dump, if it changed
     /// (its ordering: `TimerCount::publish`, `figures.rs`). Only the holder
     /// calls it: after a step, and in `close` (then with 0) before the slot
@@ -110,7 +194,8 @@ impl<P: Process> Local<P> {
             return false;
         };
         let timers = &mut extra.timers;
-        let Some(at) = (timers.iter()).position(|r| r.tag == tag && r.is_timeout() == timeout)
+        let Some(at) =
+            (timers.iter()).position(|r| r.tag == tag && r.is_timeout() == timeout && !r.is_call())
         else {
             return false;
         };
@@ -148,6 +233,11 @@ impl<P: Process> Local<P> {
         debug_assert!(!firing.timeout, "a timeout's completion is accepted");
         let timers = &mut body.extra.as_deref_mut()?.timers;
         let record = timers.iter_mut().find(|r| r.armed_as(firing))?;
+        if record.is_call() {
+            // A call's timeout is its reply: nothing to cancel it later.
+            return Self::accept_timer(body, firing);
+        }
+        // An interval's too: the handover marks it to be re-armed.
         record.carry();
         Some(Event::Timer { tag: firing.tag })
     }
@@ -201,7 +291,12 @@ impl<P: Process> Local<P> {
             links.carried_exit = false;
         }
         if let Some(at) = extra.timers.iter().position(|r| r.carried()) {
-            extra.timers.swap_remove(at);
+            if extra.timers[at].period() != 0 {
+                // An interval stays, to be re-armed after this step.
+                extra.timers[at].mark_rearm();
+            } else {
+                extra.timers.swap_remove(at);
+            }
         }
     }
 
@@ -223,7 +318,16 @@ impl<P: Process> Local<P> {
         let timers = &mut body.extra.as_deref_mut()?.timers;
         let at = timers.iter().position(|r| r.armed_as(firing))?;
         debug_assert!(timers[at].tag == tag && timers[at].is_timeout() == firing.timeout);
-        timers.swap_remove(at);
+        if timers[at].is_call() {
+            let record = timers.swap_remove(at);
+            return Self::call_timed_out(body, record);
+        }
+        if timers[at].period() != 0 {
+            // An interval: re-armed after the step it is given to.
+            timers[at].mark_rearm();
+        } else {
+            timers.swap_remove(at);
+        }
         Some(match command {
             None => Event::Timer { tag },
             Some(at) => {
