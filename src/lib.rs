@@ -90,8 +90,10 @@
 //!   states, which the process dump reports); several kinds of process
 //!   in one scheduler ([`process::kinds`], the [`kinds!`] macro); monitors
 //!   and links ([`StepOutput::monitor`](process::StepOutput::monitor),
-//!   [`Event::Down`](process::Event::Down), [`ExitReason`](process::ExitReason);
-//!   a supervisor built on them is `examples/supervisor.rs`).
+//!   [`Event::Down`](process::Event::Down), [`ExitReason`](process::ExitReason),
+//!   [`StepOutput::exit`](process::StepOutput::exit)); calls from a step
+//!   ([`StepOutput::call`](process::StepOutput::call), one
+//!   [`Event::Reply`](process::Event::Reply)).
 //! - [`sched`]: the [`Scheduler`](sched::Scheduler): workers, run queues,
 //!   message routing, command dispatch (and a pool of threads for blocking
 //!   handlers), parking and shutdown; a long-step monitor with cooperative
@@ -103,7 +105,12 @@
 //!   [`yield_command_timeout`](process::StepOutput::yield_command_timeout),
 //!   [`Scheduler::send_after`](sched::Scheduler::send_after));
 //!   an execution tracer that writes Chrome trace-event JSON
-//!   ([`Trace`](sched::Trace)).
+//!   ([`Trace`](sched::Trace)); a registry of names
+//!   ([`Scheduler::register`](sched::Scheduler::register),
+//!   [`whereis`](sched::Scheduler::whereis)); latency histograms
+//!   ([`Builder::record_latency`](sched::Builder::record_latency)).
+//! - [`supervisor`]: OTP's supervisors as a process kind: child specs, the
+//!   three strategies, restart intensity, ordered shutdown, trees.
 //! - [`deque`]: the Chase-Lev work-stealing deque each worker owns, whose
 //!   thieves take half of it with one CAS.
 //! - [`mpsc`]: the Vyukov multi-producer single-consumer queue behind every
