@@ -354,3 +354,51 @@ mod kinds {
         scheduler.shutdown(WAIT);
     }
 }
+
+/// A process whose `kind_index` panics: user code, contained like `step`'s.
+struct BadKind;
+
+impl Process for BadKind {
+    type Input = ();
+    type Message = ();
+    type Command = NoCommand;
+    type Reply = ();
+    type Output = u32;
+    type Error = ();
+    const KINDS: &'static [&'static str] = &["Bad"];
+    fn init(&mut self, _: &str, _: ()) -> Result<(), ()> {
+        Ok(())
+    }
+    fn step(
+        &mut self,
+        _: &mut Vec<Event<Self>>,
+        out: &mut StepOutput<'_, Self>,
+    ) -> Result<(), ()> {
+        out.done(7);
+        Ok(())
+    }
+    fn kind_index(&self) -> usize {
+        panic!("no kind")
+    }
+}
+
+#[test]
+fn a_panicking_kind_index_is_contained_and_not_counted() {
+    // One worker: had the panic escaped, it would have ended the only one.
+    let scheduler = Scheduler::<BadKind>::builder()
+        .workers(1)
+        .count_kinds(true)
+        .build()
+        .unwrap();
+    for _ in 0..3 {
+        let handle = scheduler.submit_joinable(BadKind, "", ()).unwrap();
+        assert_eq!(handle.join_timeout(WAIT).expect("ends").unwrap(), 7);
+    }
+    let kinds = scheduler.stats().kinds;
+    assert_eq!(
+        (kinds[0].name, kinds[0].started, kinds[0].steps),
+        ("Bad", 0, 0)
+    );
+    let report = scheduler.shutdown(WAIT);
+    assert!(!report.timed_out && report.stuck == 0, "{report:?}");
+}

@@ -175,8 +175,9 @@ pub trait Process: Send + Sized + 'static {
     const KINDS: &'static [&'static str] = &[];
 
     /// The index of this process's kind in [`KINDS`](Process::KINDS)
-    /// (0 by default; [`kinds!`](crate::kinds) matches the variant). An
-    /// index past `KINDS` is not counted.
+    /// (0 by default; [`kinds!`](crate::kinds) matches the variant). Called
+    /// only when kinds are counted. An index past `KINDS` is not counted,
+    /// nor is a process whose `kind_index` panics (the panic is contained).
     fn kind_index(&self) -> usize {
         0
     }

@@ -15,7 +15,7 @@ use crate::sched::commands::handler::Commands;
 use crate::sched::core::shared::Core;
 use crate::sched::core::table::{FreeCache, Item, Occupant, Slot, Task};
 use crate::sched::error::TerminateError;
-use crate::sched::observe::kind_counts::KindCounts;
+use crate::sched::observe::kind_counts::{kind_of, KindCounts};
 use crate::sched::observe::stats::Totals;
 use crate::sched::observe::trace::{Kind as TraceKind, Tracing};
 use crate::sched::outside::join_set::Joiner;
@@ -147,7 +147,8 @@ impl<P: Process> Shared<P> {
                 return Err(SpawnError::Init(process, ProcessError::Panicked(message)));
             }
         }
-        let kind = process.kind_index();
+        // Only when counted: `kind_index` is user code (`kind_of` contains it).
+        let kind = if self.kinds.is_some() { kind_of(&process) } else { 0 };
         let occupant = Occupant::Process(process, joiner);
         let limit = options.capacity_or(self.config.mailbox_capacity);
         let slot = match self

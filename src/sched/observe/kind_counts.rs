@@ -9,11 +9,22 @@
 //! single-writer `Counter` of the other statistics), and a creation and a
 //! close one shared RMW each (`started`, `ended`); off, each of those sites
 //! is one predictable branch on a configuration flag, and nothing is
-//! allocated.
+//! allocated. `kind_index` is user code: it is called only when counting
+//! is on, and a panic in it is contained ([`kind_of`]): the process is then
+//! not counted.
 
 use crate::process::Process;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use crate::sched::observe::counter::Counter;
 use crate::sync::{AtomicU64, Ordering};
+
+/// `process`'s kind index, or `usize::MAX` (past every kind: not counted)
+/// if its `kind_index` panics. Called by creation, steps and close outside
+/// the catch of `init`, `step` and `close`, so it catches for itself: user
+/// code must not end a worker.
+pub(crate) fn kind_of<P: Process>(process: &P) -> usize {
+    catch_unwind(AssertUnwindSafe(|| process.kind_index())).unwrap_or(usize::MAX)
+}
 
 /// Processes started and ended per kind, shared by every creator and
 /// closer.

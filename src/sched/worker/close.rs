@@ -7,6 +7,7 @@
 use super::Local;
 use crate::process::{panic_message, Event, Outcome, Pid, Process, ProcessError};
 use crate::sched::core::table::{Item, Slot};
+use crate::sched::observe::kind_counts::kind_of;
 use crate::sched::observe::trace::Kind;
 use crate::sync::Ordering;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -88,7 +89,7 @@ impl<P: Process> Local<P> {
         }
         if let Some(mut process) = process {
             if let Some(kinds) = &self.shared.kinds {
-                kinds.ended(process.kind_index());
+                kinds.ended(kind_of(&process));
             }
             let closed = catch_unwind(AssertUnwindSafe(move || {
                 process.close();

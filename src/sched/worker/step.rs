@@ -10,6 +10,7 @@ use crate::process::{
     panic_message, Cancel, Event, Outcome, Pid, Process, ProcessError, Status, StepOutput,
 };
 use crate::sched::core::table::{Body, Envelope, Item, Slot, Task};
+use crate::sched::observe::kind_counts::kind_of;
 use crate::sched::observe::step_hook::{StepInfo, StepStatus};
 use crate::sched::observe::trace::{self, Kind};
 use crate::sched::observe::watch::StepWatch;
@@ -122,7 +123,7 @@ impl<P: Process> Local<P> {
                 break 'body (None, Status::Wait, Forwarded { end, more });
             };
             if self.observe.count_kinds {
-                self.count_kind_step(process.kind_index());
+                self.count_kind_step(kind_of(&*process));
             }
             let spawner = LocalSpawner {
                 shared: &self.shared,
