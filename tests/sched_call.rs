@@ -19,7 +19,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use stepsched::process::{Event, NoCommand, Pid, Process, ReplyError, ReplyTo, StepOutput};
+use stepsched::process::{
+    Event, NoCommand, Pid, Process, ReplyError, ReplyTo, SpawnOptions, StepOutput,
+};
 use stepsched::sched::Scheduler;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,8 +77,12 @@ impl Process for Node {
         events: &mut Vec<Event<Self>>,
         out: &mut StepOutput<'_, Self>,
     ) -> Result<(), ()> {
+        // A shutdown's cancel ends the process (after this step's closure
+        // has seen the rest); it is not part of what these tests look at.
+        let cancelled = events.iter().any(|event| matches!(event, Event::Cancel(_)));
         let seen: Vec<Seen> = events
             .drain(..)
+            .filter(|event| !matches!(event, Event::Cancel(_)))
             .map(|event| match event {
                 Event::Reply { tag, result } => match result {
                     Ok(Msg::Ans(n)) => Seen::Reply(tag, n),
@@ -91,6 +97,9 @@ impl Process for Node {
             .collect();
         self.log.lock().unwrap().extend(seen.iter().cloned());
         (self.step)(&seen, out);
+        if cancelled {
+            out.done(());
+        }
         Ok(())
     }
 }
@@ -114,7 +123,16 @@ fn scheduler(workers: usize) -> (Scheduler<Node>, Arc<Mutex<Vec<String>>>) {
     let scheduler = Scheduler::builder()
         .workers(workers)
         .on_undelivered(move |_, event: Event<Node>| {
-            sink.lock().unwrap().push(format!("{event:?}"))
+            // A refused call's reply with the refusal named (the event's
+            // own `Debug` leaves the result out).
+            let what = match event {
+                Event::Reply {
+                    tag,
+                    result: Err(e),
+                } => format!("Reply({tag}, {e:?})"),
+                event => format!("{event:?}"),
+            };
+            sink.lock().unwrap().push(what)
         })
         .build()
         .unwrap();
@@ -478,4 +496,70 @@ fn a_go_message_is_an_ordinary_message_beside_calls() {
     caller.join().unwrap();
     assert_eq!(replies(&log), [Seen::Reply(5, 2)]);
     s.shutdown(Duration::from_secs(10));
+}
+
+#[test]
+fn a_request_to_a_full_mailbox_is_handed_back_at_once() {
+    let (s, lost) = scheduler(2);
+    // The callee takes its first step and stays in it until released, so
+    // its mailbox (one place) fills behind it.
+    let (entered, in_step) = std::sync::mpsc::channel();
+    let (release, gate) = std::sync::mpsc::channel::<()>();
+    let (busy, _) = node(move |seen, out| {
+        if seen.is_empty() {
+            entered.send(()).unwrap();
+            gate.recv().unwrap();
+        } else {
+            out.done(());
+        }
+    });
+    let callee = s
+        .submit_with(busy, "busy", (), SpawnOptions::new().mailbox_capacity(1))
+        .unwrap();
+    in_step.recv().unwrap();
+    s.send(callee, Msg::Go).unwrap();
+    let (caller, log) = node(move |seen, out| {
+        if seen.is_empty() {
+            out.call(callee, 5, |r| Msg::Req(5, r), Duration::MAX);
+        } else {
+            out.done(());
+        }
+    });
+    s.submit_joinable(caller, "caller", ())
+        .unwrap()
+        .join()
+        .unwrap();
+    assert_eq!(replies(&log), [Seen::Failed(5, "Full(..)".into())]);
+    release.send(()).unwrap();
+    s.shutdown(Duration::from_secs(10));
+    assert!(lost.lock().unwrap().is_empty(), "{lost:?}");
+}
+
+#[test]
+fn a_call_refused_by_shutdown_is_handed_back_even_with_no_step_to_come() {
+    let (s, lost) = scheduler(2);
+    let callee = s.submit(answerer(), "callee", ()).unwrap();
+    // The caller's first step outlasts the shutdown: it calls once the
+    // scheduler is exiting, and is closed without another step.
+    let (entered, in_step) = std::sync::mpsc::channel();
+    let (release, gate) = std::sync::mpsc::channel::<()>();
+    let (caller, log) = node(move |seen, out| {
+        if seen.is_empty() {
+            entered.send(()).unwrap();
+            gate.recv().unwrap();
+            out.call(callee, 6, |r| Msg::Req(6, r), Duration::MAX);
+        }
+    });
+    s.submit(caller, "caller", ()).unwrap();
+    in_step.recv().unwrap();
+    let report = s.shutdown(ms(50));
+    assert_eq!(report.stuck, 1, "{report:?}");
+    release.send(()).unwrap();
+    wait_until("the refused call to be reported", || {
+        !lost.lock().unwrap().is_empty()
+    });
+    let lost = lost.lock().unwrap();
+    assert_eq!(lost.len(), 1, "{lost:?}");
+    assert_eq!(lost[0], "Reply(6, ShuttingDown(..))");
+    assert!(replies(&log).is_empty(), "no step saw it");
 }

@@ -369,11 +369,7 @@ impl Process for BadKind {
     fn init(&mut self, _: &str, _: ()) -> Result<(), ()> {
         Ok(())
     }
-    fn step(
-        &mut self,
-        _: &mut Vec<Event<Self>>,
-        out: &mut StepOutput<'_, Self>,
-    ) -> Result<(), ()> {
+    fn step(&mut self, _: &mut Vec<Event<Self>>, out: &mut StepOutput<'_, Self>) -> Result<(), ()> {
         out.done(7);
         Ok(())
     }

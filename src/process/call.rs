@@ -119,7 +119,9 @@ impl<P: Process> StepOutput<'_, P> {
     /// error handing the request back if it could not be sent (no such
     /// process, it has ended, its bounded mailbox is full, or shutdown).
     /// The event wakes the process from `Idle` and `Wait`, like a
-    /// completion.
+    /// completion. A process closed before that step (a shutdown past its
+    /// timeout closes it without one) leaves the event, request and all,
+    /// to `on_undelivered`.
     ///
     /// A reply after the timeout, or a second reply, is stale: it never
     /// reaches a step and goes to `on_undelivered` (as a late command

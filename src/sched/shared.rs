@@ -148,7 +148,11 @@ impl<P: Process> Shared<P> {
             }
         }
         // Only when counted: `kind_index` is user code (`kind_of` contains it).
-        let kind = if self.kinds.is_some() { kind_of(&process) } else { 0 };
+        let kind = if self.kinds.is_some() {
+            kind_of(&process)
+        } else {
+            0
+        };
         let occupant = Occupant::Process(process, joiner);
         let limit = options.capacity_or(self.config.mailbox_capacity);
         let slot = match self

@@ -14,9 +14,9 @@
 //! not counted.
 
 use crate::process::Process;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use crate::sched::observe::counter::Counter;
 use crate::sync::{AtomicU64, Ordering};
+use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// `process`'s kind index, or `usize::MAX` (past every kind: not counted)
 /// if its `kind_index` panics. Called by creation, steps and close outside
