@@ -430,7 +430,7 @@ impl Kind<Node> for Job {
 /// Stops the supervisor in order: an exit with reason `Shutdown`, which
 /// only a step can send. The supervisor then stops its children one at a
 /// time, in reverse start order, and ends. (`Scheduler::terminate` would
-/// end it at once, and its children with it, in no order.)
+/// end it at once, with no ordered stop of its children.)
 pub struct Stop {
     pub supervisor: Pid,
 }
