@@ -5,45 +5,62 @@
 //! cargo run --release --example tour -- 0.1   # a tenth of the sessions
 //! ```
 //!
-//! What runs, all as processes of one type ([`Node`]) on one scheduler:
+//! What runs, all as kinds of one process type ([`Node`], a `kinds!` enum)
+//! on one scheduler:
 //!
-//! - **sessions** (10,000, submitted from the main thread). Each makes 60
-//!   requests, one after another. A request is a message to a **router**
-//!   (4); the router replies. With the reply in hand the session yields a
-//!   command: a `cache` lookup, which its handler completes inline on the
-//!   worker, or an `io` read, which its handler passes to an **io thread**
-//!   (a plain `std` thread) that completes it 0.1–0.9 ms later from there; a
-//!   few reads fail, as devices do. Now and then a session spawns a **job**
-//!   (a child process, `StepOutput::spawn`) that computes for a few steps
+//! - a **supervisor** (`stepsched::supervisor::Supervisor`, one of the
+//!   kinds) starts a **counter** and 4 **routers**, in that order. Each
+//!   takes its name (`counter`, `router-0`..) in its first step
+//!   (`StepOutput::register`) and traps exits.
+//! - **sessions** (10,000, submitted from the main thread once the names
+//!   are taken). Each makes 60 requests, one after another. A request is
+//!   a call (`StepOutput::call`, with a timeout) to its router, found by
+//!   name (`StepOutput::whereis`); the router answers with
+//!   `StepOutput::reply`, and the session gets one `Event::Reply`. With
+//!   the reply in hand the session yields a command: a `cache` lookup,
+//!   which its handler completes inline on the worker, or an `io` read,
+//!   which its handler passes to an **io thread** (a plain `std` thread)
+//!   that completes it 0.1–0.9 ms later from there; a few reads fail, as
+//!   devices do. Now and then a session spawns a **job** (a child,
+//!   `StepOutput::spawn_kind`) that computes for a few steps
 //!   (`Status::Continue`) and messages its result back. One request in 20
 //!   the session first "thinks" for 1 ms: it sleeps on a timer
 //!   (`StepOutput::wake_after`), no thread held. Cache lookups are yielded
 //!   with a 1 s timeout (`yield_command_timeout`), which the inline
 //!   completion always beats: each timeout is set, then cancelled.
-//! - **routers** count what they route and report it in batches to a
-//!   **counter**, which adds everything up when the routers stop.
+//! - routers count what they route and report it in batches to the
+//!   counter, by name. When the sessions are done, a **stop** process
+//!   sends the supervisor an exit (`ExitReason::Shutdown`); the supervisor
+//!   stops its children in reverse start order, so each router sends its
+//!   last batch and ends before the counter is stopped and ends with the
+//!   sum.
 //!
 //! The counts are deterministic: the run ends by checking every one of
-//! them (and that nothing was undelivered), so nothing can be lost quietly.
-//! It prints what ran, throughput, latency percentiles, the longest a
-//! ready process waited for a worker and the mailbox high-water mark
-//! (both sampled with `Scheduler::processes`, every 10 ms), the scheduler's
-//! counters and its shutdown report.
+//! them (and that nothing was undelivered), so nothing can be lost
+//! quietly. It prints what ran, throughput, latency percentiles (step
+//! time and schedule latency from the scheduler's own figures,
+//! `Builder::record_latency`; a call's round trip and an io command's
+//! latency measured by the sessions), the processes and steps of each
+//! kind (`Builder::count_kinds`), the scheduler's counters and its
+//! shutdown report.
 //!
 //! The files: this one holds the plan (which request does what) and
-//! `main`; `nodes.rs` the process type and its four roles; `io.rs` the io
-//! thread; `measure.rs` the latency histograms and the ready-wait sampling.
+//! `main`; `nodes.rs` the process type and its kinds; `io.rs` the io
+//! thread; `measure.rs` what the sessions measure.
 
 use std::hint::black_box;
-use std::sync::{mpsc, Arc, Condvar, Mutex};
+use std::iter;
+use std::sync::{mpsc, Arc, Condvar, Mutex, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use stepsched::sched::Scheduler;
+use stepsched::process::{Pid, ProcessError};
+use stepsched::sched::{Scheduler, ShutdownReport, Stats};
+use stepsched::supervisor::{ChildSpec, Strategy, Supervisor, SupervisorSpec};
 
 use io::{io_thread, IoRequest};
-use measure::{rate, ReadyWait, DUMP_EVERY, IO_LATENCY, REQUEST_RTT, STEP_TIME};
-use nodes::{Cmd, Counter, Msg, Node, Router, Session, Tally};
+use measure::{rate, row, snapshot, IO_LATENCY, REQUEST_RTT};
+use nodes::{Cmd, Counter, Node, Router, Session, Stop, Tally};
 
 mod io;
 mod measure;
@@ -52,8 +69,14 @@ mod nodes;
 const SESSIONS: u32 = 10_000;
 const REQUESTS: u32 = 60;
 const ROUTERS: u32 = 4;
+/// The names the supervised servers take.
+const COUNTER: &str = "counter";
+const ROUTER_NAMES: [&str; ROUTERS as usize] = ["router-0", "router-1", "router-2", "router-3"];
 /// A router reports to the counter every this many requests.
 const TALLY_EVERY: u64 = 64;
+/// How long a session's call waits for its router's reply: far longer
+/// than any reply takes, so a call that times out fails the run.
+const CALL_TIMEOUT: Duration = Duration::from_secs(10);
 /// Steps of computing a job takes (each returns `Status::Continue`).
 const JOB_STEPS: u32 = 4;
 /// Rounds of [`work`] a step does: a stand-in for parsing and logic.
@@ -103,6 +126,43 @@ fn work(seed: u64, rounds: u32) -> u64 {
 struct Totals {
     tally: Mutex<(Tally, Option<String>)>,
     changed: Condvar,
+    /// The supervisor, whose end `main` judges (it joins it).
+    supervisor: OnceLock<Pid>,
+}
+
+impl Totals {
+    /// Waits until `done` holds for the totals, or panics on a failure or
+    /// after two minutes.
+    fn wait_for(&self, what: &str, done: impl Fn(&Tally) -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        let mut tally = self.tally.lock().unwrap();
+        while !done(&tally.0) {
+            if let Some(failure) = &tally.1 {
+                panic!("{failure}");
+            }
+            assert!(Instant::now() < deadline, "{what} stuck: {:?}", tally.0);
+            tally = self
+                .changed
+                .wait_timeout(tally, Duration::from_millis(100))
+                .unwrap()
+                .0;
+        }
+    }
+}
+
+/// The supervised part of the service: the counter first, then the
+/// routers, each restarted if it fails (`OneForOne`) and stopped in
+/// reverse order.
+fn service() -> SupervisorSpec<Node> {
+    let counter = ChildSpec::new(COUNTER, || (Counter::default(), ()));
+    let routers = ROUTER_NAMES
+        .iter()
+        .enumerate()
+        .map(|(i, &name)| ChildSpec::new(name, move || (Router::default(), i)));
+    iter::once(counter).chain(routers).fold(
+        SupervisorSpec::new(Strategy::OneForOne),
+        SupervisorSpec::child,
+    )
 }
 
 fn main() {
@@ -121,11 +181,14 @@ fn main() {
     let totals = Arc::new(Totals {
         tally: Mutex::new((Tally::default(), None)),
         changed: Condvar::new(),
+        supervisor: OnceLock::new(),
     });
     let hook_totals = Arc::clone(&totals);
     let scheduler = Scheduler::<Node>::builder()
-        // For the mailbox high-water mark (see `ReadyWait`).
-        .count_queued_events(true)
+        // Step time and schedule latency, per worker; processes and steps
+        // per kind.
+        .record_latency(true)
+        .count_kinds(true)
         .handler("cache", |cmd, completer| {
             let Cmd::Cache { key } = cmd else {
                 unreachable!("kind names the variant")
@@ -146,6 +209,9 @@ fn main() {
         })
         // Runs on the worker as each process ends: keep it short.
         .on_complete(move |pid, outcome| {
+            if hook_totals.supervisor.get() == Some(&pid) {
+                return;
+            }
             let mut totals = hook_totals.tally.lock().unwrap();
             match outcome {
                 Ok(tally) => totals.0.add(tally),
@@ -163,70 +229,49 @@ fn main() {
         .expect("worker threads start");
     let workers = scheduler.workers();
     println!(
-        "stepsched tour: {sessions} sessions x {REQUESTS} requests, {ROUTERS} routers, 1 counter, \
-         an io thread; {workers} workers\n"
+        "stepsched tour: {sessions} sessions x {REQUESTS} requests; a supervisor of 1 counter and \
+         {ROUTERS} routers; an io thread; {workers} workers\n"
     );
 
-    // The long-lived processes, then the sessions.
+    // The service, then the sessions once its names are taken: the
+    // supervisor starts its children in its first step, and each child
+    // registers in its own.
     let start = Instant::now();
-    let counter = Node::Counter(Counter {
-        counted: 0,
-        routers_done: 0,
-    });
-    let counter = scheduler
-        .submit_joinable(counter, "counter", ())
+    let supervisor = scheduler
+        .submit_kind_joinable(Supervisor::new(), service())
         .expect("submit");
-    let routers: Vec<_> = (0..ROUTERS)
-        .map(|_| {
-            let router = Node::Router(Router {
-                counter: counter.pid(),
-                routed: 0,
-                messages: 0,
-            });
-            scheduler
-                .submit_joinable(router, "router", ())
-                .expect("submit")
-        })
-        .collect();
+    let _ = totals.supervisor.set(supervisor.pid());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while iter::once(COUNTER)
+        .chain(ROUTER_NAMES)
+        .any(|name| scheduler.whereis(name).is_none())
+    {
+        assert!(
+            Instant::now() < deadline,
+            "names: {:?}",
+            scheduler.registered()
+        );
+        thread::sleep(Duration::from_micros(100));
+    }
     for id in 0..sessions {
-        let session = Node::Session(Session::new(id, routers[(id % ROUTERS) as usize].pid()));
-        scheduler.submit(session, "session", ()).expect("submit");
+        scheduler
+            .submit_kind(Session::default(), id)
+            .expect("submit");
     }
 
-    // Wait for the sessions, then stop the routers; the counter follows.
-    let mut ready_wait = ReadyWait::default();
-    let mut wait_for = |what: &str, done: &dyn Fn(&Tally) -> bool| {
-        let deadline = Instant::now() + Duration::from_secs(120);
-        let mut tally = totals.tally.lock().unwrap();
-        while !done(&tally.0) {
-            if let Some(failure) = &tally.1 {
-                panic!("{failure}");
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{what} stuck: {tally:?}\n{}",
-                scheduler.stats()
-            );
-            tally = totals.changed.wait_timeout(tally, DUMP_EVERY).unwrap().0;
-            // Not under the lock: the completion hook takes it.
-            drop(tally);
-            ready_wait.sample(&scheduler);
-            tally = totals.tally.lock().unwrap();
-        }
+    // Wait for the sessions, then stop the service, in order.
+    totals.wait_for("sessions", |t| t.sessions == u64::from(sessions));
+    let stop = Stop {
+        supervisor: supervisor.pid(),
     };
-    wait_for("sessions", &|t| t.sessions == u64::from(sessions));
-    for router in &routers {
-        scheduler
-            .send(router.pid(), Msg::Stop)
-            .expect("router alive");
-    }
-    for router in routers {
-        router.join().expect("router");
-    }
-    counter.join().expect("counter");
-    // A job's completion hook may still run after its parent finished.
-    wait_for("jobs", &|t| {
-        t.processes == t.sessions + t.jobs + u64::from(ROUTERS) + 1
+    scheduler.submit_kind(stop, ()).expect("submit");
+    let Ok(supervisor) = supervisor.join_timeout(Duration::from_secs(60)) else {
+        panic!("the supervisor did not stop:\n{}", scheduler.stats());
+    };
+    // A job's completion hook may still run after its parent finished; the
+    // 2 are the counter and the stop.
+    totals.wait_for("jobs", |t| {
+        t.processes == t.sessions + t.jobs + u64::from(ROUTERS) + 2
     });
     let elapsed = start.elapsed();
     io_tx.send(IoRequest::Stop).expect("io thread runs");
@@ -234,29 +279,55 @@ fn main() {
     let stats = scheduler.stats();
     let report = scheduler.shutdown(Duration::from_secs(1));
     let (tally, failure) = totals.tally.lock().unwrap().clone();
+    assert_eq!(failure, None, "every process finished with its output");
 
-    // What ran.
+    print_summary(&tally, &stats, &report, elapsed);
+    println!(
+        "\nsupervisor: stopped the routers (last started, first stopped), then the counter, and \
+         ended by an exit to itself: {supervisor:?}"
+    );
+    check(sessions, &tally, &stats, &report, io_completed);
+    assert!(
+        matches!(supervisor, Err(ProcessError::Terminated)),
+        "the supervisor's end"
+    );
+    println!("\nall counts check out");
+}
+
+fn print_summary(tally: &Tally, stats: &Stats, report: &ShutdownReport, elapsed: Duration) {
     let steps = stats.total().steps;
     let commands = tally.cache + tally.io;
     println!("ran");
     println!(
-        "  {} sessions, {} routers, 1 counter, {} jobs spawned by sessions: {} processes",
-        tally.sessions, ROUTERS, tally.jobs, tally.processes
+        "  {} sessions and the {} jobs they spawned; a counter and {ROUTERS} routers under a \
+         supervisor, and a stop: {} processes with an output",
+        tally.sessions, tally.jobs, tally.processes
     );
     println!(
-        "  {} requests routed; {} messages between processes (+{ROUTERS} stops from main)",
-        tally.routed, tally.messages
+        "  {} calls from sessions to routers found by name; {} requests routed; {} messages \
+         between processes (requests, replies, job results, tallies)",
+        tally.requests, tally.routed, tally.messages
     );
     println!(
         "  {commands} commands: {} cache (completed inline), {} io (completed by the io thread, \
          {} of them failed)",
         tally.cache, tally.io, tally.io_errors
     );
-    println!("  {steps} steps, {} in jobs", tally.job_steps);
     println!(
-        "  {} sleeps of 1 ms on a timer; timers fired {}, cancelled {} (the cache lookups' \
-         1 s timeouts), late {}",
-        tally.sleeps, stats.timers.fired, stats.timers.cancelled, stats.timers.late
+        "  {steps} steps; workers busy in steps {:.2} s of {} x {:.2} s",
+        stats.total().busy.as_secs_f64(),
+        stats.workers.len(),
+        elapsed.as_secs_f64()
+    );
+    println!(
+        "  {} sleeps of 1 ms on a timer; timers fired {}, cancelled {} (the cache lookups' 1 s \
+         and the calls' {} s timeouts, beaten by their answers, and the supervisor's 5 s stop \
+         timers), late {}",
+        tally.sleeps,
+        stats.timers.fired,
+        stats.timers.cancelled,
+        CALL_TIMEOUT.as_secs(),
+        stats.timers.late
     );
     println!();
     println!(
@@ -276,32 +347,45 @@ fn main() {
          saturated: latencies include queueing behind ready processes)",
         "latency", "p50", "p90", "p99", "max"
     );
-    println!(
-        "{}",
-        STEP_TIME.row("step", "wall time inside Process::step, every step")
-    );
-    println!(
-        "{}",
-        REQUEST_RTT.row(
+    let rows = [
+        (
+            "step",
+            stats.step_latency(),
+            "wall time inside Process::step, every step (the scheduler's)",
+        ),
+        (
+            "schedule",
+            stats.schedule_latency(),
+            "made Ready -> its step starts, every step (the scheduler's)",
+        ),
+        (
             "request",
-            "session -> router -> the session's step that sees the reply"
-        )
-    );
-    println!(
-        "{}",
-        IO_LATENCY.row(
+            snapshot(&REQUEST_RTT),
+            "a session's call -> its step that sees the Event::Reply",
+        ),
+        (
             "io command",
-            "yield -> the step that sees the completion (device delay 0.1-0.9 ms)"
-        )
-    );
-    println!("{}", ready_wait.row());
+            snapshot(&IO_LATENCY),
+            "yield -> the step that sees the completion (device delay 0.1-0.9 ms)",
+        ),
+    ];
+    for (name, histogram, what) in rows {
+        println!("{}", row(name, &histogram, what));
+    }
+    println!();
+    println!("{:<14} {:>9} {:>11}", "kind", "started", "steps");
+    for kind in &stats.kinds {
+        println!("  {:<12} {:>9} {:>11}", kind.name, kind.started, kind.steps);
+    }
     println!();
     println!("scheduler stats (before shutdown)");
     println!("{stats}");
     println!();
     println!("shutdown: {report:?}");
+}
 
-    // Every count, against the plan.
+/// Every count, against the plan.
+fn check(sessions: u32, tally: &Tally, stats: &Stats, report: &ShutdownReport, io_completed: u64) {
     let mut expected = Tally {
         sessions: u64::from(sessions),
         ..Tally::default()
@@ -325,24 +409,59 @@ fn main() {
     }
     expected.routed = expected.requests;
     expected.counted = expected.requests;
-    expected.job_steps = expected.jobs * u64::from(JOB_STEPS + 1);
-    expected.processes = expected.sessions + expected.jobs + u64::from(ROUTERS) + 1;
+    // Sessions, jobs, routers, the counter and the stop.
+    expected.processes = expected.sessions + expected.jobs + u64::from(ROUTERS) + 2;
     let tallies: u64 = per_router.iter().map(|n| n / TALLY_EVERY + 1).sum();
     // Request and reply per request, a result per job, the routers' tallies.
     expected.messages = 2 * expected.requests + expected.jobs + tallies;
-    assert_eq!(failure, None, "every process finished with its output");
-    assert_eq!(tally, expected, "counts against the plan");
+    assert_eq!(*tally, expected, "counts against the plan");
     assert_eq!(io_completed, expected.io, "reads the io thread completed");
-    assert_eq!(stats.completed, expected.processes, "processes that ended");
+
+    // The scheduler's own counts: the supervisor has no output, and the
+    // counter and the routers are its children, not submitted.
+    assert_eq!(
+        stats.completed,
+        expected.processes + 1,
+        "processes that ended"
+    );
     assert_eq!(
         stats.submitted,
-        expected.processes - expected.jobs,
-        "submitted from main"
+        expected.sessions + 2,
+        "submitted from main: the sessions, the supervisor and the stop"
+    );
+    let started: Vec<_> = stats.kinds.iter().map(|k| (k.name, k.started)).collect();
+    let kinds = [
+        ("Sup", 1),
+        ("Session", expected.sessions),
+        ("Router", u64::from(ROUTERS)),
+        ("Counter", 1),
+        ("Job", expected.jobs),
+        ("Stop", 1),
+    ];
+    assert_eq!(started, kinds, "processes started per kind");
+    assert!(stats.kinds.iter().all(|k| k.live == 0), "none left");
+    let steps = stats.total().steps;
+    let job_steps = stats
+        .kinds
+        .iter()
+        .find(|k| k.name == "Job")
+        .map(|k| k.steps);
+    assert_eq!(job_steps, Some(expected.jobs * u64::from(JOB_STEPS + 1)));
+    assert_eq!(stats.kinds.iter().map(|k| k.steps).sum::<u64>(), steps);
+    assert_eq!(stats.step_latency().count(), steps, "every step timed");
+    // The timers: every sleep fired; every timeout was cancelled by the
+    // answer that beat it, and the supervisor's stop timers (one per child,
+    // `Shutdown::Timeout`) by its end.
+    assert_eq!(stats.timers.fired, expected.sleeps, "timers fired");
+    let children = u64::from(ROUTERS) + 1;
+    assert_eq!(
+        stats.timers.cancelled,
+        expected.cache + expected.requests + children,
+        "timers cancelled"
     );
     assert_eq!(
         (stats.live, stats.undelivered, stats.unknown_tags),
         (0, 0, 0)
     );
     assert_eq!(report.cancelled + report.forced + report.stuck, 0);
-    println!("\nall counts check out");
 }

@@ -1,37 +1,55 @@
-//! The process type: one per scheduler, so the tour's four roles are
-//! variants of [`Node`].
+//! The process type: one per scheduler, so the tour's roles are kinds of
+//! [`Node`], a [`kinds!`](stepsched::kinds) enum, and the crate's
+//! [`Supervisor`] is one of them.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use stepsched::process::{Command, CommandError, Event, Pid, Process, Status, StepOutput};
+use stepsched::process::{
+    Command, CommandError, Event, ExitReason, Kind, Pid, ReplyTo, Status, StepOutput,
+};
+use stepsched::supervisor::Supervisor;
 
-use crate::measure::{IO_LATENCY, REQUEST_RTT, STEP_TIME};
+use crate::measure::{record, IO_LATENCY, REQUEST_RTT};
 use crate::{
-    io_fails, spawns_job, thinks, uses_io, work, JOB_STEPS, REQUESTS, ROUTERS, TALLY_EVERY, WORK,
+    io_fails, spawns_job, thinks, uses_io, work, CALL_TIMEOUT, COUNTER, JOB_STEPS, REQUESTS,
+    ROUTERS, ROUTER_NAMES, TALLY_EVERY, WORK,
 };
 
-/// Every process in the tour: one type per scheduler, so roles are variants.
-pub enum Node {
-    Session(Session),
-    Router(Router),
-    Counter(Counter),
-    Job(Job),
+stepsched::kinds! {
+    /// Every process in the tour.
+    pub enum Node {
+        /// Starts the counter and the routers, and stops them in order.
+        Sup(Supervisor<Node>),
+        /// Makes `REQUESTS` requests, one after another.
+        Session(Session),
+        /// Answers requests, and reports how many to the counter.
+        Router(Router),
+        /// Adds up the routers' reports.
+        Counter(Counter),
+        /// A session's child: computes, then messages its parent.
+        Job(Job),
+        /// Asks the supervisor to stop.
+        Stop(Stop),
+    }
+    /// Their inputs.
+    pub enum NodeInput;
+    type Message = Msg;
+    type Command = Cmd;
+    type Reply = u64;
+    type Output = Tally;
+    type Error = String;
 }
 
 pub enum Msg {
-    /// Session → router. `sent` measures the round trip.
-    Request { from: Pid, seq: u32, sent: Instant },
-    /// Router → session.
-    Reply { seq: u32, sent: Instant },
+    /// Session → router: a call's request.
+    Request { seq: u32, reply_to: ReplyTo },
+    /// Router → session: the call's reply.
+    Routed { seq: u32 },
     /// Job → its parent session.
     JobDone { result: u64 },
     /// Router → counter: requests routed since the last tally.
     Tally(u64),
-    /// Router → counter: the last tally; the router has stopped.
-    RouterDone(u64),
-    /// Main thread → router: stop.
-    Stop,
 }
 
 pub enum Cmd {
@@ -52,7 +70,7 @@ impl Command for Cmd {
 /// them all up.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Tally {
-    /// Processes that finished (each reports 1).
+    /// Processes that finished with an output (each reports 1).
     pub processes: u64,
     pub sessions: u64,
     pub requests: u64,
@@ -60,7 +78,6 @@ pub struct Tally {
     pub io: u64,
     pub io_errors: u64,
     pub jobs: u64,
-    pub job_steps: u64,
     pub routed: u64,
     pub counted: u64,
     pub messages: u64,
@@ -77,7 +94,6 @@ impl Tally {
         self.io += o.io;
         self.io_errors += o.io_errors;
         self.jobs += o.jobs;
-        self.job_steps += o.job_steps;
         self.routed += o.routed;
         self.counted += o.counted;
         self.messages += o.messages;
@@ -85,52 +101,14 @@ impl Tally {
     }
 }
 
-impl Process for Node {
-    type Input = ();
-    type Message = Msg;
-    type Command = Cmd;
-    type Reply = u64;
-    type Output = Tally;
-    type Error = String;
-
-    fn init(&mut self, method: &str, (): ()) -> Result<(), String> {
-        let role = match self {
-            Node::Session(_) => "session",
-            Node::Router(_) => "router",
-            Node::Counter(_) => "counter",
-            Node::Job(_) => "job",
-        };
-        if method == role {
-            Ok(())
-        } else {
-            Err(format!("a {role} has no method {method:?}"))
-        }
-    }
-
-    fn step(
-        &mut self,
-        events: &mut Vec<Event<Self>>,
-        out: &mut StepOutput<'_, Self>,
-    ) -> Result<(), String> {
-        let start = Instant::now();
-        let result = match self {
-            Node::Session(s) => s.step(events, out),
-            Node::Router(r) => r.step(events, out),
-            Node::Counter(c) => c.step(events, out),
-            Node::Job(j) => j.step(out),
-        };
-        STEP_TIME.record(start.elapsed());
-        result
-    }
-}
-
 /// What a session waits for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 enum Waiting {
     /// Its first step: nothing yet.
+    #[default]
     Start,
-    /// The reply to request `seq`.
-    Reply(u32),
+    /// The reply to the call for the current request, made at `sent`.
+    Reply { sent: Instant },
     /// The completion of the command for the current request.
     Command { io_since: Option<Instant> },
     /// The job it spawned.
@@ -139,25 +117,22 @@ enum Waiting {
     Think,
 }
 
+#[derive(Default)]
 pub struct Session {
     id: u32,
-    router: Pid,
     request: u32,
     waiting: Waiting,
     checksum: u64,
     tally: Tally,
 }
 
-impl Session {
-    pub fn new(id: u32, router: Pid) -> Self {
-        Session {
-            id,
-            router,
-            request: 0,
-            waiting: Waiting::Start,
-            checksum: 0,
-            tally: Tally::default(),
-        }
+impl Kind<Node> for Session {
+    /// Its number: which requests do what, and which router it calls.
+    type Input = u32;
+
+    fn init(&mut self, id: u32) -> Result<(), String> {
+        self.id = id;
+        Ok(())
     }
 
     fn step(
@@ -166,21 +141,27 @@ impl Session {
         out: &mut StepOutput<'_, Node>,
     ) -> Result<(), String> {
         if self.waiting == Waiting::Start {
-            self.send_request(out);
+            self.call_router(out)?;
         }
+        let tag = u64::from(self.request);
         for event in events.drain(..) {
             match (event, self.waiting) {
-                (Event::Message(Msg::Reply { seq, sent }), Waiting::Reply(want)) if seq == want => {
-                    REQUEST_RTT.record(sent.elapsed());
-                    self.checksum ^= work(u64::from(seq), WORK);
+                (Event::Reply { tag: t, result }, Waiting::Reply { sent }) if t == tag => {
+                    match result {
+                        Ok(Msg::Routed { seq }) if seq == self.request => {}
+                        Ok(_) => return Err(format!("session {}: a wrong reply", self.id)),
+                        Err(e) => return Err(format!("session {}: call: {e}", self.id)),
+                    }
+                    record(&REQUEST_RTT, sent.elapsed());
+                    self.checksum ^= work(tag, WORK);
                     self.yield_command(out);
                 }
-                (Event::Completion { tag, result }, Waiting::Command { io_since }) => {
-                    if tag != u64::from(self.request) {
-                        return Err(format!("session {}: completion of tag {tag}", self.id));
+                (Event::Completion { tag: t, result }, Waiting::Command { io_since }) => {
+                    if t != tag {
+                        return Err(format!("session {}: completion of tag {t}", self.id));
                     }
                     if let Some(since) = io_since {
-                        IO_LATENCY.record(since.elapsed());
+                        record(&IO_LATENCY, since.elapsed());
                     }
                     match result {
                         Ok(value) => self.checksum ^= value,
@@ -191,17 +172,15 @@ impl Session {
                     }
                     self.after_command(out)?;
                 }
-                (Event::Timer { tag }, Waiting::Think) if tag == u64::from(self.request) => {
-                    self.send_request(out);
-                }
+                (Event::Timer { tag: t }, Waiting::Think) if t == tag => self.call_router(out)?,
                 (Event::Message(Msg::JobDone { result }), Waiting::Job) => {
                     self.checksum ^= result;
-                    self.next_request(out);
+                    self.next_request(out)?;
                 }
                 (Event::Cancel(why), _) => return Err(format!("session {}: {why:?}", self.id)),
-                (_, waiting) => {
+                (event, waiting) => {
                     return Err(format!(
-                        "session {}: unexpected event in {waiting:?}",
+                        "session {}: unexpected {event:?} in {waiting:?}",
                         self.id
                     ));
                 }
@@ -215,58 +194,63 @@ impl Session {
         }
         Ok(())
     }
+}
 
-    fn send_request(&mut self, out: &mut StepOutput<'_, Node>) {
+impl Session {
+    /// Calls its router, found by name: the reply, or why there is none,
+    /// comes back as one `Event::Reply` tagged with the request's number.
+    fn call_router(&mut self, out: &mut StepOutput<'_, Node>) -> Result<(), String> {
+        let name = ROUTER_NAMES[(self.id % ROUTERS) as usize];
+        let router = out
+            .whereis(name)
+            .ok_or_else(|| format!("session {}: no process named {name}", self.id))?;
         let seq = self.request;
-        let request = Msg::Request {
-            from: out.pid(),
-            seq,
+        let request = |reply_to| Msg::Request { seq, reply_to };
+        out.call(router, u64::from(seq), request, CALL_TIMEOUT);
+        self.tally.messages += 1;
+        self.waiting = Waiting::Reply {
             sent: Instant::now(),
         };
-        out.send(self.router, request);
-        self.tally.messages += 1;
-        self.waiting = Waiting::Reply(seq);
+        Ok(())
     }
 
     fn yield_command(&mut self, out: &mut StepOutput<'_, Node>) {
         let key = u64::from(self.id) << 32 | u64::from(self.request);
-        let (command, io_since) = if uses_io(self.id, self.request) {
+        let tag = u64::from(self.request);
+        if uses_io(self.id, self.request) {
             self.tally.io += 1;
             let fail = io_fails(self.id, self.request);
-            (Cmd::Io { key, fail }, Some(Instant::now()))
+            out.yield_command(tag, Cmd::Io { key, fail });
+            self.waiting = Waiting::Command {
+                io_since: Some(Instant::now()),
+            };
         } else {
             self.tally.cache += 1;
-            (Cmd::Cache { key }, None)
-        };
-        let tag = u64::from(self.request);
-        match command {
             // Inline: the completion is queued before the timeout is set,
             // so it always wins and the timeout is cancelled.
-            Cmd::Cache { .. } => out.yield_command_timeout(tag, command, Duration::from_secs(1)),
-            _ => out.yield_command(tag, command),
+            let command = Cmd::Cache { key };
+            out.yield_command_timeout(tag, command, Duration::from_secs(1));
+            self.waiting = Waiting::Command { io_since: None };
         }
-        self.waiting = Waiting::Command { io_since };
     }
 
     fn after_command(&mut self, out: &mut StepOutput<'_, Node>) -> Result<(), String> {
         if !spawns_job(self.id, self.request) {
-            self.next_request(out);
-            return Ok(());
+            return self.next_request(out);
         }
         let job = Job {
             parent: out.pid(),
             left: JOB_STEPS,
             acc: self.checksum,
-            steps: 0,
         };
-        out.spawn(Node::Job(job), "job", ())
+        out.spawn_kind(job, ())
             .map_err(|e| format!("session {}: spawn: {e}", self.id))?;
         self.tally.jobs += 1;
         self.waiting = Waiting::Job;
         Ok(())
     }
 
-    fn next_request(&mut self, out: &mut StepOutput<'_, Node>) {
+    fn next_request(&mut self, out: &mut StepOutput<'_, Node>) -> Result<(), String> {
         self.tally.requests += 1;
         self.request += 1;
         if self.request == REQUESTS {
@@ -278,48 +262,65 @@ impl Session {
             out.wake_after(u64::from(self.request), Duration::from_millis(1));
             self.waiting = Waiting::Think;
         } else {
-            self.send_request(out);
+            self.call_router(out)?;
         }
+        Ok(())
     }
 }
 
+/// Answers the calls made to its name; every `TALLY_EVERY` requests, it
+/// tells the counter. Stopped by its supervisor, it sends the rest and ends.
+#[derive(Default)]
 pub struct Router {
-    pub counter: Pid,
-    pub routed: u64,
-    pub messages: u64,
+    index: usize,
+    started: bool,
+    routed: u64,
+    messages: u64,
 }
 
-impl Router {
+impl Kind<Node> for Router {
+    /// Its number: its name is `ROUTER_NAMES[index]`.
+    type Input = usize;
+
+    fn init(&mut self, index: usize) -> Result<(), String> {
+        self.index = index;
+        Ok(())
+    }
+
     fn step(
         &mut self,
         events: &mut Vec<Event<Node>>,
         out: &mut StepOutput<'_, Node>,
     ) -> Result<(), String> {
+        if !self.started {
+            self.started = true;
+            start_server(ROUTER_NAMES[self.index], out)?;
+        }
         for event in events.drain(..) {
             match event {
-                Event::Message(Msg::Request { from, seq, sent }) => {
+                Event::Message(Msg::Request { seq, reply_to }) => {
                     black_box(work(u64::from(seq), WORK));
-                    out.send(from, Msg::Reply { seq, sent });
+                    out.reply(reply_to, Msg::Routed { seq });
                     self.routed += 1;
                     self.messages += 1;
                     if self.routed % TALLY_EVERY == 0 {
-                        out.send(self.counter, Msg::Tally(TALLY_EVERY));
-                        self.messages += 1;
+                        self.tell_counter(TALLY_EVERY, out)?;
                     }
                 }
-                Event::Message(Msg::Stop) => {
-                    out.send(self.counter, Msg::RouterDone(self.routed % TALLY_EVERY));
-                    self.messages += 1;
-                    let (routed, messages) = (self.routed, self.messages);
+                Event::Down {
+                    reason: ExitReason::Shutdown,
+                    ..
+                } => {
+                    self.tell_counter(self.routed % TALLY_EVERY, out)?;
                     out.done(Tally {
                         processes: 1,
-                        routed,
-                        messages,
+                        routed: self.routed,
+                        messages: self.messages,
                         ..Tally::default()
                     });
                     return Ok(());
                 }
-                _ => return Err("router: unexpected event".to_owned()),
+                event => return Err(format!("router: unexpected {event:?}")),
             }
         }
         out.set_status(Status::Idle);
@@ -327,33 +328,62 @@ impl Router {
     }
 }
 
-pub struct Counter {
-    pub counted: u64,
-    pub routers_done: u32,
+impl Router {
+    fn tell_counter(&mut self, n: u64, out: &mut StepOutput<'_, Node>) -> Result<(), String> {
+        let counter = out.whereis(COUNTER).ok_or("router: no counter")?;
+        out.send(counter, Msg::Tally(n));
+        self.messages += 1;
+        Ok(())
+    }
 }
 
-impl Counter {
+/// The first step of a supervised server: it takes its name, and traps
+/// exits, so that its supervisor's stop (an exit with reason `Shutdown`)
+/// comes as an `Event::Down` it can finish on.
+fn start_server(name: &str, out: &mut StepOutput<'_, Node>) -> Result<(), String> {
+    out.trap_exits(true);
+    out.register(name).map_err(|e| e.to_string())
+}
+
+/// Adds up the routers' tallies; stopped by its supervisor (after the
+/// routers, which started after it), it ends with the sum.
+#[derive(Default)]
+pub struct Counter {
+    started: bool,
+    counted: u64,
+}
+
+impl Kind<Node> for Counter {
+    type Input = ();
+
+    fn init(&mut self, (): ()) -> Result<(), String> {
+        Ok(())
+    }
+
     fn step(
         &mut self,
         events: &mut Vec<Event<Node>>,
         out: &mut StepOutput<'_, Node>,
     ) -> Result<(), String> {
+        if !self.started {
+            self.started = true;
+            start_server(COUNTER, out)?;
+        }
         for event in events.drain(..) {
             match event {
                 Event::Message(Msg::Tally(n)) => self.counted += n,
-                Event::Message(Msg::RouterDone(n)) => {
-                    self.counted += n;
-                    self.routers_done += 1;
-                    if self.routers_done == ROUTERS {
-                        out.done(Tally {
-                            processes: 1,
-                            counted: self.counted,
-                            ..Tally::default()
-                        });
-                        return Ok(());
-                    }
+                Event::Down {
+                    reason: ExitReason::Shutdown,
+                    ..
+                } => {
+                    out.done(Tally {
+                        processes: 1,
+                        counted: self.counted,
+                        ..Tally::default()
+                    });
+                    return Ok(());
                 }
-                _ => return Err("counter: unexpected event".to_owned()),
+                event => return Err(format!("counter: unexpected {event:?}")),
             }
         }
         out.set_status(Status::Idle);
@@ -367,12 +397,20 @@ pub struct Job {
     parent: Pid,
     left: u32,
     acc: u64,
-    steps: u64,
 }
 
-impl Job {
-    fn step(&mut self, out: &mut StepOutput<'_, Node>) -> Result<(), String> {
-        self.steps += 1;
+impl Kind<Node> for Job {
+    type Input = ();
+
+    fn init(&mut self, (): ()) -> Result<(), String> {
+        Ok(())
+    }
+
+    fn step(
+        &mut self,
+        _: &mut Vec<Event<Node>>,
+        out: &mut StepOutput<'_, Node>,
+    ) -> Result<(), String> {
         if self.left > 0 {
             self.left -= 1;
             self.acc = work(self.acc, WORK);
@@ -381,11 +419,39 @@ impl Job {
             out.send(self.parent, Msg::JobDone { result: self.acc });
             out.done(Tally {
                 processes: 1,
-                job_steps: self.steps,
                 messages: 1,
                 ..Tally::default()
             });
         }
+        Ok(())
+    }
+}
+
+/// Stops the supervisor in order: an exit with reason `Shutdown`, which
+/// only a step can send. The supervisor then stops its children one at a
+/// time, in reverse start order, and ends. (`Scheduler::terminate` would
+/// end it at once, with no ordered stop of its children.)
+pub struct Stop {
+    pub supervisor: Pid,
+}
+
+impl Kind<Node> for Stop {
+    type Input = ();
+
+    fn init(&mut self, (): ()) -> Result<(), String> {
+        Ok(())
+    }
+
+    fn step(
+        &mut self,
+        _: &mut Vec<Event<Node>>,
+        out: &mut StepOutput<'_, Node>,
+    ) -> Result<(), String> {
+        out.exit(self.supervisor, ExitReason::Shutdown);
+        out.done(Tally {
+            processes: 1,
+            ..Tally::default()
+        });
         Ok(())
     }
 }
