@@ -9,9 +9,9 @@
 //! on one scheduler:
 //!
 //! - a **supervisor** (`stepsched::supervisor::Supervisor`, one of the
-//!   kinds) starts a **counter** and 4 **routers**, in that order. Each
-//!   takes its name (`counter`, `router-0`..) in its first step
-//!   (`StepOutput::register`) and traps exits.
+//!   kinds) starts a **counter** and 4 **routers**, in that order, each
+//!   registered under its name (`counter`, `router-0`..) as it is spawned
+//!   (`ChildSpec::name`). Each traps exits.
 //! - **sessions** (10,000, submitted from the main thread once the names
 //!   are taken). Each makes 60 requests, one after another. A request is
 //!   a call (`StepOutput::call`, with a timeout) to its router, found by
@@ -154,11 +154,13 @@ impl Totals {
 /// routers, each restarted if it fails (`OneForOne`) and stopped in
 /// reverse order.
 fn service() -> SupervisorSpec<Node> {
-    let counter = ChildSpec::new(COUNTER, || (Counter::default(), ()));
+    // Each child registered under its name at every spawn (a restart
+    // takes the name again).
+    let counter = ChildSpec::new(COUNTER, || (Counter::default(), ())).name(COUNTER);
     let routers = ROUTER_NAMES
         .iter()
         .enumerate()
-        .map(|(i, &name)| ChildSpec::new(name, move || (Router::default(), i)));
+        .map(|(i, &name)| ChildSpec::new(name, move || (Router::default(), i)).name(name));
     iter::once(counter).chain(routers).fold(
         SupervisorSpec::new(Strategy::OneForOne),
         SupervisorSpec::child,
@@ -234,8 +236,7 @@ fn main() {
     );
 
     // The service, then the sessions once its names are taken: the
-    // supervisor starts its children in its first step, and each child
-    // registers in its own.
+    // supervisor starts its children, named, in its first step.
     let start = Instant::now();
     let supervisor = scheduler
         .submit_kind_joinable(Supervisor::new(), service())

@@ -294,7 +294,9 @@ impl Kind<Node> for Router {
     ) -> Result<(), String> {
         if !self.started {
             self.started = true;
-            start_server(ROUTER_NAMES[self.index], out)?;
+            // Trapping, its supervisor's stop (an exit with reason
+            // `Shutdown`) comes as an `Event::Down` it can finish on.
+            out.trap_exits(true);
         }
         for event in events.drain(..) {
             match event {
@@ -337,14 +339,6 @@ impl Router {
     }
 }
 
-/// The first step of a supervised server: it takes its name, and traps
-/// exits, so that its supervisor's stop (an exit with reason `Shutdown`)
-/// comes as an `Event::Down` it can finish on.
-fn start_server(name: &str, out: &mut StepOutput<'_, Node>) -> Result<(), String> {
-    out.trap_exits(true);
-    out.register(name).map_err(|e| e.to_string())
-}
-
 /// Adds up the routers' tallies; stopped by its supervisor (after the
 /// routers, which started after it), it ends with the sum.
 #[derive(Default)]
@@ -367,7 +361,9 @@ impl Kind<Node> for Counter {
     ) -> Result<(), String> {
         if !self.started {
             self.started = true;
-            start_server(COUNTER, out)?;
+            // Trapping, its supervisor's stop (an exit with reason
+            // `Shutdown`) comes as an `Event::Down` it can finish on.
+            out.trap_exits(true);
         }
         for event in events.drain(..) {
             match event {

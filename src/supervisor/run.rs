@@ -244,8 +244,9 @@ impl<P: Process> Supervisor<P> {
             if self.pids[i].is_some() || self.gone[i] {
                 continue;
             }
-            let (process, method, input) = (self.spec().children[i].start)();
-            match out.spawn(process, method, input) {
+            let child = &self.spec().children[i];
+            let (process, method, input) = (child.start)();
+            match out.spawn_with(process, method, input, child.options.clone()) {
                 Ok(pid) => {
                     out.link(pid);
                     self.pids[i] = Some(pid);

@@ -2,7 +2,7 @@
 //! them ([`Restart`], [`Strategy`]), how to stop them ([`Shutdown`]), and
 //! its restart intensity ([`SupervisorSpec`]).
 
-use crate::process::{ExitReason, Hosts, Kind, Process};
+use crate::process::{ExitReason, Hosts, Kind, Name, Process, SpawnOptions};
 use core::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -88,6 +88,8 @@ pub struct ChildSpec<P: Process> {
     pub(crate) start: Arc<Start<P>>,
     pub(crate) restart: Restart,
     pub(crate) shutdown: Shutdown,
+    /// What each incarnation is spawned with (a name, a mailbox bound).
+    pub(crate) options: SpawnOptions,
 }
 
 impl<P: Process> Clone for ChildSpec<P> {
@@ -97,6 +99,7 @@ impl<P: Process> Clone for ChildSpec<P> {
             start: Arc::clone(&self.start),
             restart: self.restart,
             shutdown: self.shutdown,
+            options: self.options.clone(),
         }
     }
 }
@@ -107,6 +110,7 @@ impl<P: Process> fmt::Debug for ChildSpec<P> {
             .field("id", &self.id)
             .field("restart", &self.restart)
             .field("shutdown", &self.shutdown)
+            .field("options", &self.options)
             .finish_non_exhaustive()
     }
 }
@@ -166,6 +170,7 @@ impl<P: Process> ChildSpec<P> {
             start: Arc::new(start),
             restart: Restart::default(),
             shutdown: Shutdown::default(),
+            options: SpawnOptions::new(),
         }
     }
 
@@ -178,6 +183,46 @@ impl<P: Process> ChildSpec<P> {
     /// How it is stopped.
     pub fn shutdown(mut self, shutdown: Shutdown) -> Self {
         self.shutdown = shutdown;
+        self
+    }
+
+    /// What every incarnation is spawned with
+    /// ([`StepOutput::spawn_with`](crate::process::StepOutput::spawn_with)):
+    /// a mailbox bound, a name. Default: [`SpawnOptions::new`].
+    pub fn options(mut self, options: SpawnOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// Registers every incarnation as `name` at its spawn
+    /// ([`SpawnOptions::name`]), so that others find the child by name
+    /// across restarts: an ended incarnation's name is released before its
+    /// supervisor learns of the end, so the restart takes it again. If the
+    /// name is held by another process, the start fails as a spawn error
+    /// does (a first start ends the supervisor; a restart counts against
+    /// the intensity and is tried again).
+    ///
+    /// ```
+    /// # use stepsched::process::{Event, Kind, NoCommand, StepOutput};
+    /// # use stepsched::supervisor::Supervisor;
+    /// # struct Worker;
+    /// # impl Kind<Node> for Worker {
+    /// #     type Input = ();
+    /// #     fn init(&mut self, _: ()) -> Result<(), ()> { Ok(()) }
+    /// #     fn step(&mut self, _: &mut Vec<Event<Node>>, _: &mut StepOutput<'_, Node>) -> Result<(), ()> { Ok(()) }
+    /// # }
+    /// # stepsched::kinds! {
+    /// #     enum Node { Sup(Supervisor<Node>), Worker(Worker) }
+    /// #     enum NodeInput;
+    /// #     type Message = (); type Command = NoCommand; type Reply = ();
+    /// #     type Output = (); type Error = ();
+    /// # }
+    /// use stepsched::supervisor::ChildSpec;
+    ///
+    /// let spec = ChildSpec::<Node>::new("db", || (Worker, ())).name("db");
+    /// ```
+    pub fn name(mut self, name: impl Into<Name>) -> Self {
+        self.options = self.options.name(name);
         self
     }
 
