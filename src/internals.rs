@@ -96,6 +96,8 @@ pub use crate::process::state::{AfterStep, Notify, Park, Snapshot, Start, StateW
 #[cfg(loom)]
 pub use crate::sched::bound::{Bound, Room};
 #[cfg(loom)]
+pub use crate::sched::core::name_flag::NameFlag;
+#[cfg(loom)]
 pub use crate::sched::core::phase::{Phase, EXITING, RUNNING, STOPPING};
 #[cfg(loom)]
 pub use crate::sched::core::slab::{FreeList, Pages};

@@ -3,6 +3,7 @@
 
 pub(crate) mod global;
 pub(crate) mod idle;
+pub(crate) mod name_flag;
 pub(crate) mod phase;
 pub(crate) mod slab;
 

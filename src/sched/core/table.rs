@@ -25,12 +25,13 @@ use crate::mpsc::Mailbox;
 use crate::padded::CachePadded;
 use crate::process::state::{StateWord, LAST_GENERATION};
 use crate::process::{Event, Pid, Process};
-use crate::sync::{AtomicBool, AtomicU32, AtomicU64, Ordering, UnsafeCell};
+use crate::sync::{AtomicU32, AtomicU64, Ordering, UnsafeCell};
 use core::ptr::NonNull;
 
 use crate::sched::bound::Bound;
 pub(crate) use crate::sched::core::body::{Body, Occupant};
 use crate::sched::core::clock::CoarseClock;
+use crate::sched::core::name_flag::NameFlag;
 use crate::sched::core::slab::{FreeList, Pages};
 use crate::sched::links::Signal;
 use crate::sched::observe::figures::{Figures, QueueCounts, TimerCount};
@@ -107,12 +108,12 @@ pub(crate) struct Slot<P: Process> {
     /// freed, read by the dump; see [`TimerCount`] (`figures.rs`).
     pub(crate) timers: TimerCount,
     /// Whether the slot's process may have a registered name
-    /// (`sched/registry/`): written under the registry's lock, read by the
+    /// (`sched/registry/`, `name_flag.rs`): written under the registry's lock, read by the
     /// process's close after its `complete`, so that a process never named
     /// ends on the path it would take without a registry (one branch).
     /// Last, in the padding after `timers`: so a small process's slot
     /// stays three lines.
-    pub(crate) named: AtomicBool,
+    pub(crate) named: NameFlag,
 }
 
 // SAFETY: `body` is only accessed by the one thread that holds the process
@@ -136,7 +137,7 @@ impl<P: Process> Slot<P> {
             figures: Figures::new(),
             next_free: AtomicU32::new(0),
             index,
-            named: AtomicBool::new(false),
+            named: NameFlag::new(),
             link_counts: AtomicU64::new(0),
             timers: TimerCount::new(),
             ready_at: AtomicU64::new(0),

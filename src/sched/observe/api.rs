@@ -111,9 +111,8 @@ impl<P: Process> Scheduler<P> {
             }
             let (monitors, monitored_by, links) = unpack_counts(link_counts);
             let pid = Pid::new(slot.index(), entry.state.generation());
-            // Relaxed: a figure, as the counts above; `name_of` checks the
-            // pair under the lock against this PID.
-            let name = if slot.named.load(Ordering::Relaxed) {
+            // `name_of` checks the pair under the lock against this PID.
+            let name = if slot.named.is_set() {
                 shared.name_of(pid)
             } else {
                 None

@@ -2,11 +2,9 @@
 //! protocol (the `named` flag, the state word's touch, the close's one
 //! branch) and why no name outlives its process are in `README.md`.
 
-use crate::process::state::Lifecycle;
 use crate::process::{Name, Pid, Process, RegisterError};
 use crate::sched::core::table::Slot;
 use crate::sched::shared::{phase, Shared};
-use crate::sync::Ordering;
 
 impl<P: Process> Shared<P> {
     /// Registers `name` for the live process `pid` (`Scheduler::register`,
@@ -36,22 +34,11 @@ impl<P: Process> Shared<P> {
                 RegisterError::NoSuchProcess(pid)
             });
         }
-        // The flag first, then the touch: the Dekker pair with `close`,
-        // whose `complete` precedes its load of the flag (README.md).
-        // Relaxed: the touch below publishes it (Release) to a `complete`
-        // that reads the touch's write; under the lock, which orders it
-        // against the other writers of the flag.
-        slot.named.store(true, Ordering::Relaxed);
-        let now = slot.state.touch();
-        let live = now.generation() == pid.generation()
-            && !matches!(now.lifecycle(), Lifecycle::Complete | Lifecycle::Free);
-        if !live {
+        // The flag first, then the touch: the Dekker pair with `close`
+        // (`flag.rs`, README.md).
+        if !slot.named.bind(&slot.state, pid.generation()) {
             // The process has ended (its close may be waiting for the lock,
-            // and finds nothing), or the PID never named a live one. The
-            // flag was clear (the invariant of `Registry`: the slot has no
-            // pair).
-            // Relaxed: under the lock, as the store above.
-            slot.named.store(false, Ordering::Relaxed);
+            // and finds nothing), or the PID never named a live one.
             return Err(RegisterError::NoSuchProcess(pid));
         }
         map.by_slot.insert(pid.index(), name.clone());
@@ -68,9 +55,7 @@ impl<P: Process> Shared<P> {
     pub(crate) fn unname(&self, slot: &Slot<P>, pid: Pid) {
         let mut map = self.registry.lock();
         map.remove_slot(pid);
-        // Relaxed: under the lock; the next process of the slot starts
-        // with the flag clear, and its own register sets it again.
-        slot.named.store(false, Ordering::Relaxed);
+        slot.named.clear();
     }
 
     /// `Scheduler::unregister`: removes `name`, returning its process.
@@ -79,8 +64,7 @@ impl<P: Process> Shared<P> {
         let pid = map.by_name.remove(name)?;
         map.by_slot.remove(&pid.index());
         if let Some(slot) = self.core.table.get(pid.index()) {
-            // Relaxed: under the lock (see `register`).
-            slot.named.store(false, Ordering::Relaxed);
+            slot.named.clear();
         }
         Some(pid)
     }

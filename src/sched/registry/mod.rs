@@ -5,6 +5,8 @@
 //!   and names.
 //! - `bind.rs`: binding a name to a live process and unbinding it at the
 //!   process's end, against the slot's state word and its `named` flag.
+//! - the slot's `named` flag, the two halves of the race with the end, is
+//!   the core's (`core/name_flag.rs`).
 //! - `api.rs`: the handle's part, [`Scheduler::register`](crate::sched::Scheduler::register)
 //!   and the others.
 

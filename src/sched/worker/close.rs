@@ -26,12 +26,10 @@ impl<P: Process> Local<P> {
         self.timers.timer_tick = None;
         let pid = slot.pid();
         slot.state.complete();
-        // Relaxed: `complete`'s Acquire RMW read the touch of any register
-        // that set the flag before it (its Release), so the flag is seen;
-        // a register whose touch comes later sees Complete and fails
-        // (sched/registry/README.md). A process never named pays this
-        // load and one branch.
-        if slot.named.load(Ordering::Relaxed) {
+        // After `complete`: the close's half of the race with a register
+        // (`registry/flag.rs`). A process never named pays this load and
+        // one branch.
+        if slot.named.is_set() {
             self.shared.unname(slot, pid);
         }
         #[cfg(test)]
