@@ -133,6 +133,21 @@ impl<P: Process> Local<P> {
         links: &Links,
         outcome: &Outcome<P>,
     ) {
+        // Ended by a link's exit, with no watchers: the exit each link is
+        // told is `ExitLinked` built in place, with no `ExitReason` made,
+        // cloned and matched on the way (what a link of a chain's
+        // teardown does between its end and the next one's).
+        let by_link = matches!(outcome, Err(ProcessError::Terminated))
+            .then(|| links.linked_by())
+            .flatten();
+        if let (Some(by), true) = (by_link, links.watchers().is_empty()) {
+            for &linked in links.linked() {
+                self.send_signal(linked, Signal::ExitLinked(pid, by), Wake::Completion);
+            }
+            // Relaxed: a figure for the dump (see `Slot::link_counts`).
+            slot.link_counts.store(0, Ordering::Relaxed);
+            return;
+        }
         let reason = match (links.killed_reason(), outcome) {
             (Some(told), Err(ProcessError::Terminated)) => told,
             _ => exit_reason::<P>(outcome),

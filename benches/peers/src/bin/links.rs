@@ -532,7 +532,10 @@ fn stepsched_chain_first(scan: bool) -> [f64; 4] {
     let end = now_ns(base);
     assert!(outcome.is_err(), "the last link ends by its link");
     s.shutdown(Duration::from_secs(5));
-    let (failed, closed) = (FAILED.load(Ordering::Relaxed), closed.load(Ordering::Relaxed));
+    let (failed, closed) = (
+        FAILED.load(Ordering::Relaxed),
+        closed.load(Ordering::Relaxed),
+    );
     let per = |a: u64, b: u64| b.saturating_sub(a) as f64 / CHAIN as f64;
     [
         per(start, end),
