@@ -140,23 +140,24 @@ impl<P: Process> Local<P> {
         let by_link = matches!(outcome, Err(ProcessError::Terminated))
             .then(|| links.linked_by())
             .flatten();
-        if let (Some(by), true) = (by_link, links.watchers().is_empty()) {
-            for &linked in links.linked() {
-                self.send_signal(linked, Signal::ExitLinked(pid, by), Wake::Completion);
+        match (by_link, links.watchers().is_empty()) {
+            (Some(by), true) => {
+                for &linked in links.linked() {
+                    self.send_signal(linked, Signal::ExitLinked(pid, by), Wake::Completion);
+                }
             }
-            // Relaxed: a figure for the dump (see `Slot::link_counts`).
-            slot.link_counts.store(0, Ordering::Relaxed);
-            return;
-        }
-        let reason = match (links.killed_reason(), outcome) {
-            (Some(told), Err(ProcessError::Terminated)) => told,
-            _ => exit_reason::<P>(outcome),
-        };
-        for &watcher in links.watchers() {
-            self.send_down(watcher, pid, &reason);
-        }
-        for &linked in links.linked() {
-            self.send_signal(linked, Signal::exit(pid, reason.clone()), Wake::Completion);
+            _ => {
+                let reason = match (links.killed_reason(), outcome) {
+                    (Some(told), Err(ProcessError::Terminated)) => told,
+                    _ => exit_reason::<P>(outcome),
+                };
+                for &watcher in links.watchers() {
+                    self.send_down(watcher, pid, &reason);
+                }
+                for &linked in links.linked() {
+                    self.send_signal(linked, Signal::exit(pid, reason.clone()), Wake::Completion);
+                }
+            }
         }
         // Relaxed: a figure for the dump (see `Slot::link_counts`).
         slot.link_counts.store(0, Ordering::Relaxed);

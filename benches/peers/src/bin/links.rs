@@ -525,10 +525,9 @@ fn stepsched_chain_first(scan: bool) -> [f64; 4] {
     last_pid.store(last.pid().into_raw(), Ordering::Relaxed);
     let start = now_ns(base);
     s.send(head.unwrap(), Msg::Fail).ok().unwrap();
-    let outcome = last
-        .join_timeout(Duration::from_secs(10))
-        .ok()
-        .expect("the chain's last link never closed: a link was not set");
+    let Ok(outcome) = last.join_timeout(Duration::from_secs(10)) else {
+        panic!("the chain's last link never closed: a link was not set");
+    };
     let end = now_ns(base);
     assert!(outcome.is_err(), "the last link ends by its link");
     s.shutdown(Duration::from_secs(5));
