@@ -36,6 +36,20 @@
 //!   hand-off that wakes a parked worker (20-100 µs here), which is not
 //!   the teardown and, spread over 1,000 processes, read as 20-100 ns a
 //!   process; the main thread then blocks until the last one ends.
+//! - `chain_first`: the chain as an embedder times it. Each link links its
+//!   predecessor in its first step (as in `chain`), every process is a
+//!   default one (no `trap_exits`), so each exit ends the next, and the
+//!   head ends with a failure (its step returns `Err`); the last link is
+//!   joinable. Once every first step is done and both workers sleep, the
+//!   clock starts on the main thread as it sends the head its `Fail` (a
+//!   wake of a parked worker) and stops as the main thread's `join` of
+//!   the last link returns (a wake of the main thread). Printed with its
+//!   three parts (send to the head's failing step, the teardown proper to
+//!   the last close, that close to `join`'s return), each a median. With
+//!   the word `scan`, the links are seen set through `processes()`, as an
+//!   embedder would look, instead of `stats()`. tokio: `chain`'s tasks,
+//!   timed from the main thread's drop of the head's sender to its
+//!   `block_on` of the last task; the two sides alternate, a chain each.
 //!
 //! The BEAM side, the same three shapes on Erlang/OTP with two schedulers
 //! (`apt-get install erlang-base`):
@@ -45,9 +59,10 @@
 //! erl -noshell +S 2 -pa /tmp -s links main -s init stop
 //! ```
 //!
-//! Go, the two shapes it can express (a done channel closed by a goroutine
+//! Go, the shapes it can express (a done channel closed by a goroutine
 //! as it ends: `down`; 1,000 goroutines each waiting on the previous one's:
-//! `chain`; Go has no monitors to set, so no `pair`), with two Ps
+//! `chain`, and `chain_first`, each goroutine making its channel in its
+//! first run; Go has no monitors to set, so no `pair`), with two Ps
 //! (`apt-get install golang-go`):
 //!
 //! ```text
@@ -63,7 +78,7 @@
 //! ```
 //! Arguments: pairs (default 1,000,000), samples (default 20,000), chains
 //! (default 20); then, optionally, the words `pair`, `apart` (the
-//! interleaved pairs), `down`, `chain` to run
+//! interleaved pairs), `down`, `chain`, `chain_first` (and `scan`) to run
 //! only those shapes, and `ours` or `tokio` to run one side only (for
 //! profiling one shape under callgrind; the cross-core round trip is then
 //! not measured).
