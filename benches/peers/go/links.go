@@ -14,6 +14,10 @@
 //	    channel and closing its own when that one closes; from the head's
 //	    close to the last one's, per goroutine (median of 20 chains, ns).
 //	    Go has no links: this is the same teardown, written by hand.
+//	  - chain_first: as chain, with each goroutine making its done channel
+//	    in its first run and handing it to the next (the Rust side links in
+//	    each first step); the main goroutine closes the head's once all
+//	    have, and the Ps idle, and is timed until the last one's closes.
 //
 // Go has no monitors to set and clear, so there is no `pair` shape.
 package main
@@ -21,6 +25,7 @@ package main
 import (
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 )
 
@@ -95,6 +100,38 @@ func chain() float64 {
 	return float64(time.Since(start).Nanoseconds()) / chainLen
 }
 
+// chainFirst is the Rust side's `chain_first`: each goroutine makes its
+// link (its done channel, handed to the next) in its first run, not
+// before it is started, and counts itself; once all are counted and the
+// Ps idle, the main goroutine closes the head's channel and blocks on
+// the last one's, timed there.
+func chainFirst() float64 {
+	head := make(chan struct{})
+	var linked sync.WaitGroup
+	linked.Add(chainLen)
+	prev := make(chan chan struct{}, 1)
+	prev <- head
+	for i := 0; i < chainLen; i++ {
+		mine := make(chan chan struct{}, 1)
+		go func(from, to chan chan struct{}) {
+			wait := <-from
+			done := make(chan struct{})
+			to <- done
+			linked.Done()
+			<-wait
+			close(done)
+		}(prev, mine)
+		prev = mine
+	}
+	linked.Wait()
+	last := <-prev
+	time.Sleep(10 * time.Millisecond)
+	start := time.Now()
+	close(head)
+	<-last
+	return float64(time.Since(start).Nanoseconds()) / chainLen
+}
+
 func main() {
 	lat := down(20000)
 	fmt.Printf("down latency p50/p99 (mean p10-p90), ns: Go (done channel) %d/%d (%.1f)\n",
@@ -106,4 +143,9 @@ func main() {
 	}
 	sort.Float64s(runs)
 	fmt.Printf("chain of %d torn down from its head, median ns per goroutine: Go %.1f\n", chainLen, runs[len(runs)/2])
+	for i := range runs {
+		runs[i] = chainFirst()
+	}
+	sort.Float64s(runs)
+	fmt.Printf("chain_first of %d, linked in each first run, median ns per goroutine: Go %.1f\n", chainLen, runs[len(runs)/2])
 }

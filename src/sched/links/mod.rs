@@ -201,6 +201,18 @@ impl Signal {
         }
     }
 
+    /// The reason an exit signal carries (`Done` for any other signal,
+    /// which callers never give it).
+    #[inline]
+    fn into_exit_reason(self) -> ExitReason {
+        match self {
+            Signal::ExitLinked(_, by) => ExitReason::Linked(by),
+            Signal::ExitPlain(_, plain) => plain.into(),
+            Signal::Exit(_, reason) => *reason,
+            _ => ExitReason::Done,
+        }
+    }
+
     /// Whether this is an exit signal that a trapping receiver turns into
     /// a `Down`: a link's, or a step's `exit` (for `unlink`'s flush of a
     /// trapped exit taken but not yet given to a step).
@@ -401,12 +413,17 @@ impl Links {
     /// `Down` must come after what the same sender sent before and before
     /// what it sends after (a sender may send many), which a `Down` held
     /// for the next step (`before_step`) would not.
+    ///
+    /// An exit from a linked process, the one a chain's teardown hands
+    /// from each link to the next, is decided with one look at `linked`
+    /// (the removal) and no dispatch on the other signals.
     #[inline]
     pub fn receive_handed(&mut self, signal: Signal) -> Result<Received, Signal> {
         match signal.exit_from() {
-            Some(from) if !self.linked.contains(from) => Err(signal),
+            Some(from) if !self.linked.remove(from) => Err(signal),
+            Some(from) => Ok(self.unlinked_by(from, signal.into_exit_reason())),
             None if self.trap && matches!(signal, Signal::Sent(..)) => Err(signal),
-            _ => Ok(self.receive(signal)),
+            None => Ok(self.receive(signal)),
         }
     }
 
@@ -425,7 +442,16 @@ impl Links {
         if !self.linked.remove(from) {
             // Unlinked meanwhile, or a second exit for one link.
             Received::Nothing
-        } else if self.trap {
+        } else {
+            self.unlinked_by(from, reason)
+        }
+    }
+
+    /// What the exit of `from`, ended with `reason`, does to this process
+    /// once `from` is taken out of `linked` (it was there).
+    #[inline]
+    fn unlinked_by(&mut self, from: Pid, reason: ExitReason) -> Received {
+        if self.trap {
             Received::Down(from, reason)
         } else if !reason.is_normal() && !self.killed {
             (self.killed, self.killer) = (true, from);
@@ -470,6 +496,13 @@ impl Links {
                 .cloned()
                 .unwrap_or(ExitReason::Linked(by)),
         )
+    }
+
+    /// The process that ended this one through a link (not a step's exit
+    /// or kill), if any: its farewell tells `Linked` of it.
+    #[inline]
+    pub fn linked_by(&self) -> Option<Pid> {
+        (self.killed && self.killed_with.is_none()).then_some(self.killer)
     }
 
     /// The process that ended this one through a link or a step's exit

@@ -133,15 +133,31 @@ impl<P: Process> Local<P> {
         links: &Links,
         outcome: &Outcome<P>,
     ) {
-        let reason = match (links.killed_reason(), outcome) {
-            (Some(told), Err(ProcessError::Terminated)) => told,
-            _ => exit_reason::<P>(outcome),
-        };
-        for &watcher in links.watchers() {
-            self.send_down(watcher, pid, &reason);
-        }
-        for &linked in links.linked() {
-            self.send_signal(linked, Signal::exit(pid, reason.clone()), Wake::Completion);
+        // Ended by a link's exit, with no watchers: the exit each link is
+        // told is `ExitLinked` built in place, with no `ExitReason` made,
+        // cloned and matched on the way (what a link of a chain's
+        // teardown does between its end and the next one's).
+        let by_link = matches!(outcome, Err(ProcessError::Terminated))
+            .then(|| links.linked_by())
+            .flatten();
+        match (by_link, links.watchers().is_empty()) {
+            (Some(by), true) => {
+                for &linked in links.linked() {
+                    self.send_signal(linked, Signal::ExitLinked(pid, by), Wake::Completion);
+                }
+            }
+            _ => {
+                let reason = match (links.killed_reason(), outcome) {
+                    (Some(told), Err(ProcessError::Terminated)) => told,
+                    _ => exit_reason::<P>(outcome),
+                };
+                for &watcher in links.watchers() {
+                    self.send_down(watcher, pid, &reason);
+                }
+                for &linked in links.linked() {
+                    self.send_signal(linked, Signal::exit(pid, reason.clone()), Wake::Completion);
+                }
+            }
         }
         // Relaxed: a figure for the dump (see `Slot::link_counts`).
         slot.link_counts.store(0, Ordering::Relaxed);

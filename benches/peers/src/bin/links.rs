@@ -36,6 +36,20 @@
 //!   hand-off that wakes a parked worker (20-100 µs here), which is not
 //!   the teardown and, spread over 1,000 processes, read as 20-100 ns a
 //!   process; the main thread then blocks until the last one ends.
+//! - `chain_first`: the chain as an embedder times it. Each link links its
+//!   predecessor in its first step (as in `chain`), every process is a
+//!   default one (no `trap_exits`), so each exit ends the next, and the
+//!   head ends with a failure (its step returns `Err`); the last link is
+//!   joinable. Once every first step is done and both workers sleep, the
+//!   clock starts on the main thread as it sends the head its `Fail` (a
+//!   wake of a parked worker) and stops as the main thread's `join` of
+//!   the last link returns (a wake of the main thread). Printed with its
+//!   three parts (send to the head's failing step, the teardown proper to
+//!   the last close, that close to `join`'s return), each a median. With
+//!   the word `scan`, the links are seen set through `processes()`, as an
+//!   embedder would look, instead of `stats()`. tokio: `chain`'s tasks,
+//!   timed from the main thread's drop of the head's sender to its
+//!   `block_on` of the last task; the two sides alternate, a chain each.
 //!
 //! The BEAM side, the same three shapes on Erlang/OTP with two schedulers
 //! (`apt-get install erlang-base`):
@@ -45,9 +59,10 @@
 //! erl -noshell +S 2 -pa /tmp -s links main -s init stop
 //! ```
 //!
-//! Go, the two shapes it can express (a done channel closed by a goroutine
+//! Go, the shapes it can express (a done channel closed by a goroutine
 //! as it ends: `down`; 1,000 goroutines each waiting on the previous one's:
-//! `chain`; Go has no monitors to set, so no `pair`), with two Ps
+//! `chain`, and `chain_first`, each goroutine making its channel in its
+//! first run; Go has no monitors to set, so no `pair`), with two Ps
 //! (`apt-get install golang-go`):
 //!
 //! ```text
@@ -63,7 +78,7 @@
 //! ```
 //! Arguments: pairs (default 1,000,000), samples (default 20,000), chains
 //! (default 20); then, optionally, the words `pair`, `apart` (the
-//! interleaved pairs), `down`, `chain` to run
+//! interleaved pairs), `down`, `chain`, `chain_first` (and `scan`) to run
 //! only those shapes, and `ours` or `tokio` to run one side only (for
 //! profiling one shape under callgrind; the cross-core round trip is then
 //! not measured).
@@ -72,7 +87,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use stepsched::process::{Event, NoCommand, Pid, Process, Status, StepOutput};
+use stepsched::process::{Event, Lifecycle, NoCommand, Pid, Process, Status, StepOutput};
 use stepsched::sched::Scheduler;
 
 /// Nanoseconds since the bench's start, shared by both sides of a sample.
@@ -462,6 +477,127 @@ fn tokio_chain(rt: &tokio::runtime::Runtime) -> f64 {
     })
 }
 
+/// `chain_first`, as an embedder times it: the chain's links set in each
+/// link's first step, as in `chain`, and the last link joinable; the
+/// clock starts on the main thread as it tells the head to fail (a wake
+/// of a parked worker) and stops as the main thread's `join` of the last
+/// link returns (a wake of the main thread).
+///
+/// `scan`: the links are seen set as an embedder sees them, through
+/// `processes()` (each link shows its links, all idle), not `stats()`.
+///
+/// Returns the time per process and its three parts, in ns: from the
+/// send to the head's failing step (`FAILED`), from there to the last
+/// link's close (its `on_complete`), and from there to `join`'s return.
+fn stepsched_chain_first(scan: bool) -> [f64; 4] {
+    let last_pid = Arc::new(AtomicU64::new(u64::MAX));
+    let closed = Arc::new(AtomicU64::new(0));
+    let (lp, cl) = (Arc::clone(&last_pid), Arc::clone(&closed));
+    let base = Instant::now();
+    let s: Scheduler<Bench> = Scheduler::builder()
+        .workers(2)
+        .on_complete(move |pid, _| {
+            if pid.into_raw() == lp.load(Ordering::Relaxed) {
+                cl.store(now_ns(base), Ordering::Relaxed);
+            }
+        })
+        .build()
+        .unwrap();
+    let link = |prev| Role::Link {
+        prev,
+        linked: false,
+    };
+    let mut prev = None;
+    let mut head = None;
+    for _ in 1..CHAIN {
+        let pid = s.submit(bench(link(prev), base), "link", ()).ok().unwrap();
+        head.get_or_insert(pid);
+        prev = Some(pid);
+    }
+    let last = s
+        .submit_joinable(bench(link(prev), base), "link", ())
+        .ok()
+        .unwrap();
+    // Set up and settled as `chain`: every first step done, both workers
+    // asleep, twice in a row.
+    let settled = || {
+        let st = s.stats();
+        st.total().steps >= CHAIN as u64 && st.sleeping == 2
+    };
+    let linked = || {
+        let ps = s.processes();
+        let want = |i: usize| if i == 0 || i == CHAIN - 1 { 1 } else { 2 };
+        ps.len() == CHAIN
+            && (ps.iter().enumerate())
+                .all(|(i, p)| p.links == want(i) && p.state == Lifecycle::Idle)
+    };
+    while !((if scan { linked() } else { settled() }) && {
+        std::thread::sleep(Duration::from_millis(1));
+        settled()
+    }) {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    last_pid.store(last.pid().into_raw(), Ordering::Relaxed);
+    let start = now_ns(base);
+    s.send(head.unwrap(), Msg::Fail).ok().unwrap();
+    let Ok(outcome) = last.join_timeout(Duration::from_secs(10)) else {
+        panic!("the chain's last link never closed: a link was not set");
+    };
+    let end = now_ns(base);
+    assert!(outcome.is_err(), "the last link ends by its link");
+    s.shutdown(Duration::from_secs(5));
+    let (failed, closed) = (
+        FAILED.load(Ordering::Relaxed),
+        closed.load(Ordering::Relaxed),
+    );
+    let per = |a: u64, b: u64| b.saturating_sub(a) as f64 / CHAIN as f64;
+    [
+        per(start, end),
+        per(start, failed),
+        per(failed, closed),
+        per(closed, end),
+    ]
+}
+
+/// `chain_first` on tokio: `tokio_chain`'s tasks, timed from the main
+/// thread's drop of the head's sender (outside the runtime's workers) to
+/// the return of the main thread's `block_on` of the last task.
+fn tokio_chain_first(rt: &tokio::runtime::Runtime) -> f64 {
+    let waiting = Arc::new(AtomicU64::new(0));
+    let link = |w: &AtomicU64| w.fetch_add(1, Ordering::Relaxed);
+    let (head_tx, head_rx) = tokio::sync::oneshot::channel::<()>();
+    let (tx, mut rx) = tokio::sync::oneshot::channel::<()>();
+    let w = Arc::clone(&waiting);
+    drop(rt.spawn(async move {
+        link(&w);
+        let _ = head_rx.await;
+        drop(tx);
+    }));
+    for _ in 2..CHAIN {
+        let (tx, next_rx) = tokio::sync::oneshot::channel::<()>();
+        let w = Arc::clone(&waiting);
+        drop(rt.spawn(async move {
+            link(&w);
+            let _ = rx.await;
+            drop(tx);
+        }));
+        rx = next_rx;
+    }
+    let w = Arc::clone(&waiting);
+    let last = rt.spawn(async move {
+        link(&w);
+        let _ = rx.await;
+    });
+    while waiting.load(Ordering::Relaxed) < CHAIN as u64 {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    std::thread::sleep(Duration::from_millis(2));
+    let start = Instant::now();
+    drop(head_tx);
+    rt.block_on(last).unwrap();
+    start.elapsed().as_nanos() as f64 / CHAIN as f64
+}
+
 fn main() {
     let words: Vec<String> = std::env::args().skip(1).collect();
     let args: Vec<u64> = words.iter().filter_map(|a| a.parse().ok()).collect();
@@ -469,7 +605,9 @@ fn main() {
     let samples = args.get(1).copied().unwrap_or(20_000) as u32;
     let chains = args.get(2).copied().unwrap_or(20) as usize;
     let has = |w: &str| words.iter().any(|a| a == w);
-    let all_shapes = !["pair", "apart", "down", "chain"].iter().any(|w| has(w));
+    let all_shapes = !["pair", "apart", "down", "chain", "chain_first"]
+        .iter()
+        .any(|w| has(w));
     let shape = |w: &str| all_shapes || has(w);
     let (ours_on, tokio_on) = (!has("tokio"), !has("ours"));
     // Not when profiling one side: under callgrind, which runs one thread
@@ -549,6 +687,38 @@ fn main() {
         let theirs = runs(tokio_on, &|| tokio_chain(&rt));
         println!(
             "chain of {CHAIN} torn down from its head, median ns per process: stepsched {ours:.1}  tokio {theirs:.1}  (BEAM anchor 1,125)"
+        );
+    }
+    if shape("chain_first") {
+        let (mut ours, mut theirs) = (vec![[0.0; 4]], vec![0.0]);
+        // Alternated, a chain each, so that a noisy stretch of a shared
+        // machine falls on both.
+        for _ in 0..chains {
+            if ours_on {
+                ours.push(stepsched_chain_first(has("scan")));
+            }
+            if tokio_on {
+                theirs.push(tokio_chain_first(&rt));
+            }
+        }
+        let median = |mut v: Vec<f64>| {
+            if v.len() > 1 {
+                v.remove(0);
+            }
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        };
+        let part = |i: usize| median(ours.iter().map(|r| r[i]).collect());
+        let theirs = median(theirs);
+        println!(
+            "chain_first of {CHAIN}, failed from the main thread and joined there, median ns per process: stepsched {:.1}  tokio {theirs:.1}",
+            part(0)
+        );
+        println!(
+            "  stepsched's parts (medians each), ns per process: send to the head's step {:.1}, teardown {:.1}, last close to join's return {:.1}",
+            part(1),
+            part(2),
+            part(3)
         );
     }
 }
