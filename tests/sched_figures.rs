@@ -119,8 +119,10 @@ fn schedule_latency_is_recorded_for_woken_processes() {
             (),
         )
         .unwrap();
-    // Wait until its first step parked it.
-    while scheduler.stats().total().steps < 1 {
+    // Wait until its first step was recorded (on the histogram itself: a
+    // worker's figures are Relaxed, seen in time, not in step with each
+    // other).
+    while scheduler.stats().schedule_latency().count() < 1 {
         std::thread::yield_now();
     }
     let before = scheduler.stats().schedule_latency().count();
@@ -304,8 +306,10 @@ mod kinds {
         let sleepers: Vec<_> = (0..2)
             .map(|_| scheduler.submit_kind(Sleeper, ()).unwrap())
             .collect();
-        // Each sleeper takes its first step, then idles.
-        while scheduler.stats().total().steps < 14 {
+        // Each sleeper takes its first step, then idles. Waited for on the
+        // kinds' own figures: each is a worker's Relaxed counter, which a
+        // reader sees in time, not in step with the totals.
+        while scheduler.stats().kinds.iter().map(|k| k.steps).sum::<u64>() < 14 {
             std::thread::yield_now();
         }
         let kinds = scheduler.stats().kinds;
