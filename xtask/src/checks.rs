@@ -61,7 +61,8 @@ pub const MAP: &[(&str, &[&str])] = &[
     // `loom:dump`: the dump's first read of the state word (`load`'s Acquire);
     // `loom:bound`: `touch`, the meeting of a waiting sender and a holder;
     // `loom:drain`: deliveries racing the close and the shutdown drain;
-    // `loom:links`: `claim`, a worker handing a signal to a parking process.
+    // `loom:links`: `claim`, a worker handing a signal to a parking process;
+    // `loom:registry`: `touch` and `complete`, a register racing the end.
     (
         "src/process/state/",
         &[
@@ -71,6 +72,7 @@ pub const MAP: &[(&str, &[&str])] = &[
             "loom:bound",
             "loom:drain",
             "loom:links",
+            "loom:registry",
         ],
     ),
     // `output.rs` reads the monitor's preemption request.
@@ -81,6 +83,12 @@ pub const MAP: &[(&str, &[&str])] = &[
     (
         "src/sched/core/idle.rs",
         &["loom:idle", "test:sched_parking"],
+    ),
+    // A slot's name flag: the register's and the close's halves of the
+    // race with the end (loom-built).
+    (
+        "src/sched/core/name_flag.rs",
+        &["loom:registry", "test:sched_registry"],
     ),
     // The process table's pages and free list are loom-built.
     ("src/sched/core/slab.rs", &["loom:table"]),

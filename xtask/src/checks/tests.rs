@@ -47,7 +47,8 @@ fn files_map_to_their_checks() {
             "loom:dump",
             "loom:bound",
             "loom:drain",
-            "loom:links"
+            "loom:links",
+            "loom:registry"
         ]
     );
     assert_eq!(
