@@ -1,8 +1,23 @@
 //! Shared helpers for the peer comparison binaries in `src/bin/`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
+
+/// The worker threads each system gets: `WORKERS` from the environment
+/// (default 2, the machines these benches are tuned on), read once; the
+/// scaling sweep (`benches/peers/sweep.sh`) sets it.
+pub fn workers() -> usize {
+    static WORKERS: OnceLock<usize> = OnceLock::new();
+    *WORKERS.get_or_init(|| match std::env::var("WORKERS") {
+        Ok(v) => v
+            .parse()
+            .ok()
+            .filter(|&n| n > 0)
+            .expect("WORKERS: a count of at least 1"),
+        Err(_) => 2,
+    })
+}
 
 /// The round trip of one cache line between two threads, in nanoseconds:
 /// the median of 5 runs of 100,000 hand-offs of one atomic back and forth.

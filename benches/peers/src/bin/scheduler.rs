@@ -1,5 +1,6 @@
 //! Side-by-side: the `stepsched` scheduler against tokio's multi-thread
-//! runtime, both with 2 worker threads, on five scenarios:
+//! runtime, both with the same worker threads (2 unless `WORKERS` says), on
+//! five scenarios:
 //!
 //! | scenario         | size (SCALE=1)              | one op       |
 //! |------------------|-----------------------------|--------------|
@@ -46,6 +47,7 @@
 //! SCALE=0.01 ROUNDS=1 cargo run --release -p stepsched-peers --bin scheduler   # smoke run
 //! STEPSCHED_TRACE=65536 cargo run --release -p stepsched-peers --bin scheduler   # tracer on
 //! STEPSCHED_ONLY=1 SCALE=0.2 cargo run --release -p stepsched-peers --bin scheduler  # no tokio
+//! WORKERS=8 RESOURCES=off cargo run --release -p stepsched-peers --bin scheduler  # 8 workers each
 //! SCENARIOS=yield_many,ping_pong cargo run --release -p stepsched-peers --bin scheduler  # some
 //! ```
 //!
@@ -55,7 +57,9 @@
 //! per scenario and system, after one untimed warm-up round each. The
 //! resource figures use fixed sizes (100,000 idle processes, 100,000
 //! messages); the wake-up latency takes 1,000 × `SCALE` samples (100 at
-//! least, 1,000 at most).
+//! least, 1,000 at most). `WORKERS` (default 2) is both systems' worker
+//! count; `RESOURCES=off` skips the resource figures (the scaling sweep,
+//! `benches/peers/sweep.sh`, sets both).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -78,7 +82,7 @@ use resources::{idle_child, resources, IDLE_CHILD};
 mod scenarios;
 use scenarios::{chained_spawn, fan_out_fan_in, ping_pong, spawn_many, yield_many};
 
-const WORKERS: usize = 2;
+use stepsched_peers::workers;
 
 // ---------------------------------------------------------------------------
 // Counting allocator: counts allocations only while `COUNTING` is on, so the
@@ -201,7 +205,7 @@ fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
 
 fn tokio_runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(WORKERS)
+        .worker_threads(workers())
         .enable_all()
         .build()
         .expect("tokio runtime")
@@ -236,7 +240,7 @@ fn stepsched_only() -> bool {
     std::env::var_os("STEPSCHED_ONLY").is_some()
 }
 
-/// The builder of every timed scenario: `WORKERS` workers, and the
+/// The builder of every timed scenario: `workers()` workers, and the
 /// execution tracer if `STEPSCHED_TRACE` is set (to the events per worker
 /// ring, e.g. 65536; the rings wrap, so any size costs the same per event);
 /// every mailbox bounded if `STEPSCHED_MAILBOX_CAPACITY` is set (to the
@@ -244,7 +248,7 @@ fn stepsched_only() -> bool {
 /// counting); latency figures recorded if `STEPSCHED_RECORD_LATENCY` is
 /// set (`Builder::record_latency`: it measures the cost of timing steps).
 fn scenario_builder<P: Process>() -> stepsched::sched::Builder<P> {
-    let mut builder = Scheduler::<P>::builder().workers(WORKERS);
+    let mut builder = Scheduler::<P>::builder().workers(workers());
     if std::env::var_os("STEPSCHED_RECORD_LATENCY").is_some() {
         builder = builder.record_latency(true);
     }
@@ -277,8 +281,9 @@ fn main() {
         stepsched_peers::core_round_trip()
     );
     println!(
-        "stepsched vs tokio multi-thread, {WORKERS} workers each; SCALE={scale}, ROUNDS={rounds} \
-         (median of rounds; ratio = tokio / stepsched, above 1 = stepsched faster)\n"
+        "stepsched vs tokio multi-thread, {} workers each; SCALE={scale}, ROUNDS={rounds} \
+         (median of rounds; ratio = tokio / stepsched, above 1 = stepsched faster)\n",
+        workers()
     );
 
     // `SCENARIOS=yield_many,ping_pong` runs only those.
@@ -335,7 +340,8 @@ fn main() {
         );
     }
 
-    if !stepsched_only() {
+    // `RESOURCES=off` (the scaling sweep) skips the resource figures.
+    if !stepsched_only() && std::env::var("RESOURCES").map_or(true, |v| v != "off") {
         println!();
         resources(scale);
     }

@@ -9,7 +9,7 @@ use stepsched::sched::Scheduler;
 
 use crate::scenarios::{pinger_scheduler, stepsched_ping_pong, tokio_ping_pong};
 use crate::workloads::{Latch, Pinger, HANG};
-use crate::{allocations_during, fmt_ns, tokio_runtime, WORKERS};
+use crate::{allocations_during, fmt_ns, tokio_runtime, workers};
 
 /// Waits for messages; finishes on `Stop`. Records the latency of each
 /// `Stamp` (sent → the start of the step that receives it).
@@ -131,7 +131,7 @@ fn stepsched_idle_bytes(n: u64) -> f64 {
     let done = Arc::new(Latch::default());
     let hook = Arc::clone(&done);
     let scheduler = Scheduler::<Sleeper>::builder()
-        .workers(WORKERS)
+        .workers(workers())
         .on_complete(move |_, outcome| hook.hit(outcome.as_ref().map_or(1, |_| 0)))
         .build()
         .expect("scheduler");
@@ -240,7 +240,7 @@ fn allocations_per_message() {
 
 /// CPU time of this process's threads whose name starts with `prefix`, in
 /// nanoseconds (`/proc/self/task/*/schedstat`, field 1). Panics unless it
-/// finds `WORKERS` such threads.
+/// finds `workers()` such threads.
 fn thread_cpu_ns(prefix: &str) -> u64 {
     let (mut total, mut threads) = (0, 0);
     for task in std::fs::read_dir("/proc/self/task").expect("/proc/self/task") {
@@ -257,7 +257,7 @@ fn thread_cpu_ns(prefix: &str) -> u64 {
             .and_then(|f| f.parse::<u64>().ok())
             .expect("schedstat field 1");
     }
-    assert_eq!(threads, WORKERS, "threads named {prefix}*");
+    assert_eq!(threads, workers(), "threads named {prefix}*");
     total
 }
 
@@ -275,7 +275,7 @@ fn process_cpu_ticks() -> u64 {
 fn idle_cpu() {
     let window = Duration::from_secs(1);
     let scheduler = Scheduler::<Sleeper>::builder()
-        .workers(WORKERS)
+        .workers(workers())
         .thread_name(|i| format!("ss-idle-{i}"))
         .build()
         .expect("scheduler");
@@ -286,7 +286,7 @@ fn idle_cpu() {
     let stats = scheduler.stats();
     drop(scheduler);
     let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(WORKERS)
+        .worker_threads(workers())
         .thread_name("tk-idle")
         .enable_all()
         .build()
@@ -317,7 +317,7 @@ fn percentile(sorted: &[u64], p: f64) -> f64 {
 
 fn wake_latency(samples: usize) {
     let scheduler = Scheduler::<Sleeper>::builder()
-        .workers(WORKERS)
+        .workers(workers())
         .build()
         .expect("scheduler");
     let sleeper = scheduler
@@ -327,7 +327,7 @@ fn wake_latency(samples: usize) {
     for _ in 0..samples {
         // Both workers parked before each send.
         let deadline = Instant::now() + HANG;
-        while scheduler.stats().sleeping < WORKERS {
+        while scheduler.stats().sleeping < workers() {
             assert!(Instant::now() < deadline, "workers never parked");
             std::thread::sleep(Duration::from_micros(500));
         }
