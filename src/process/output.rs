@@ -567,12 +567,12 @@ pub enum SpawnError<P: Process> {
     /// `holder`. Checked before `init`, and again, atomically with the
     /// creation, after it: a process refused by the first check is handed
     /// back uninitialised; by the second (the name was taken while its
-    /// `init` ran), initialised, with its `close` not called.
+    /// `init` ran), initialised, with its `close` not called. As OTP's
+    /// `{already_started, Pid}`, it names the holder, not the name (the
+    /// caller's): an error a step drops owns nothing but the process.
     NameTaken {
         /// The process that was refused.
         process: P,
-        /// The name it asked for.
-        name: super::Name,
         /// The process the name is registered to.
         holder: Pid,
     },
@@ -602,9 +602,8 @@ impl<P: Process> fmt::Debug for SpawnError<P> {
                 .field(&"..")
                 .field(why)
                 .finish(),
-            SpawnError::NameTaken { name, holder, .. } => f
+            SpawnError::NameTaken { holder, .. } => f
                 .debug_struct("NameTaken")
-                .field("name", name)
                 .field("holder", holder)
                 .finish_non_exhaustive(),
         }
@@ -618,11 +617,8 @@ impl<P: Process> fmt::Display for SpawnError<P> {
             SpawnError::AtCapacity(_) => f.write_str("the scheduler is at its process limit"),
             SpawnError::Init(_, e) => write!(f, "process init failed: {e}"),
             SpawnError::InvalidOptions(_, why) => write!(f, "spawn refused: {why}"),
-            SpawnError::NameTaken { name, holder, .. } => {
-                write!(
-                    f,
-                    "spawn refused: the name {name:?} is registered to {holder}"
-                )
+            SpawnError::NameTaken { holder, .. } => {
+                write!(f, "spawn refused: its name is registered to {holder}")
             }
         }
     }

@@ -125,12 +125,7 @@ impl<P: Process> Shared<P> {
             // A first look, so that a process refused for its name is not
             // initialised; `register` below decides.
             if let Some(holder) = self.whereis(name) {
-                let name = name.clone();
-                return Err(SpawnError::NameTaken {
-                    process,
-                    name,
-                    holder,
-                });
+                return Err(SpawnError::NameTaken { process, holder });
             }
         }
         // A first, cheap look, so that a process we would refuse is not
@@ -187,11 +182,9 @@ impl<P: Process> Shared<P> {
             if let Err(refused) = self.register(name, slot.pid()) {
                 let process = self.withdraw(slot).expect("a created process has its body");
                 return Err(match refused {
-                    RegisterError::NameTaken { name, holder } => SpawnError::NameTaken {
-                        process,
-                        name,
-                        holder,
-                    },
+                    RegisterError::NameTaken { holder, .. } => {
+                        SpawnError::NameTaken { process, holder }
+                    }
                     _ => SpawnError::ShuttingDown(process),
                 });
             }
