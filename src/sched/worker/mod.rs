@@ -201,6 +201,7 @@ impl<P: Process> Local<P> {
             },
             observe: Observing {
                 clock: StepClock::new(),
+                per_step: trace.is_some() || timed || count_kinds,
                 trace,
                 monitored,
                 timed,

@@ -91,4 +91,7 @@ pub(super) struct Observing {
     pub(super) timed: bool,
     /// Whether steps are counted per kind (`Builder::count_kinds`).
     pub(super) count_kinds: bool,
+    /// Whether anything watches each step: the trace, the timing or the
+    /// kind counts. An unwatched step pays this one branch on each side.
+    pub(super) per_step: bool,
 }

@@ -122,23 +122,17 @@ impl<P: Process> Local<P> {
                 let (end, more) = self.forward(body, pid);
                 break 'body (None, Status::Wait, Forwarded { end, more });
             };
-            if self.observe.count_kinds {
-                self.count_kind_step(kind_of(&*process));
-            }
+            // One branch when nothing watches the step.
+            let watched = self.observe.per_step;
+            let started = if watched {
+                self.watch_step_start(slot, pid, process)
+            } else {
+                0
+            };
+            let given = self.scratch.events.len();
             let spawner = LocalSpawner {
                 shared: &self.shared,
                 free: &self.scratch.free,
-            };
-            if let Some(ring) = &mut self.observe.trace {
-                ring.begin_step();
-            }
-            // One branch when nothing wants the step's time
-            // (`observe/step_hook.rs`).
-            let timed = self.observe.timed;
-            let (started, given) = if timed {
-                (self.step_started(slot, pid), self.scratch.events.len())
-            } else {
-                (0, 0)
             };
             let mut out = StepOutput::new(
                 pid,
@@ -150,15 +144,9 @@ impl<P: Process> Local<P> {
             let events = &mut self.scratch.events;
             let result = catch_unwind(AssertUnwindSafe(|| process.step(events, &mut out)));
             let status = out.take_status();
-            if timed {
-                let ended = match (&result, &status) {
-                    (Ok(Ok(())), Status::Continue) => StepStatus::Continue,
-                    (Ok(Ok(())), Status::Wait) => StepStatus::Wait,
-                    (Ok(Ok(())), Status::Idle) => StepStatus::Idle,
-                    (Ok(Ok(())), Status::Done(_)) => StepStatus::Done,
-                    _ => StepStatus::Failed,
-                };
-                self.step_ended(slot, pid, started, given, ended);
+            if watched {
+                let failed = !matches!(result, Ok(Ok(())));
+                self.watch_step_end(slot, pid, started, given, failed, &status);
             }
             self.carry_leftovers(body);
             // Whether what is carried would wake the process from `Idle`
@@ -174,16 +162,6 @@ impl<P: Process> Local<P> {
             };
             slot.count_step();
             self.counters().steps.add(1);
-            if let Some(ring) = &mut self.observe.trace {
-                let code = match (&result, &status) {
-                    (Ok(Ok(())), Status::Continue) => trace::status::CONTINUE,
-                    (Ok(Ok(())), Status::Wait) => trace::status::WAIT,
-                    (Ok(Ok(())), Status::Idle) => trace::status::IDLE,
-                    (Ok(Ok(())), Status::Done(_)) => trace::status::DONE,
-                    _ => trace::status::ERROR,
-                };
-                ring.end_step(pid, code);
-            }
 
             let mut outcome: Option<Outcome<P>> = match result {
                 Ok(Ok(())) => None,
@@ -237,6 +215,58 @@ impl<P: Process> Local<P> {
             (None, Status::Idle) => Park::Idle,
         };
         self.end(task, park);
+    }
+
+    /// Before a watched step: its kind counted, its start traced and
+    /// timed, as configured. Returns the timing's start reading (0 if not
+    /// timed).
+    #[inline(never)]
+    fn watch_step_start(&mut self, slot: &Slot<P>, pid: Pid, process: &P) -> u64 {
+        if self.observe.count_kinds {
+            self.count_kind_step(kind_of(process));
+        }
+        if let Some(ring) = &mut self.observe.trace {
+            ring.begin_step();
+        }
+        if self.observe.timed {
+            self.step_started(slot, pid)
+        } else {
+            0
+        }
+    }
+
+    /// After a watched step: its figures and hook (`step_ended`), then its
+    /// end in the trace, with how it ended.
+    #[inline(never)]
+    fn watch_step_end(
+        &mut self,
+        slot: &Slot<P>,
+        pid: Pid,
+        started: u64,
+        given: usize,
+        failed: bool,
+        status: &Status<P::Output>,
+    ) {
+        if self.observe.timed {
+            let ended = match status {
+                _ if failed => StepStatus::Failed,
+                Status::Continue => StepStatus::Continue,
+                Status::Wait => StepStatus::Wait,
+                Status::Idle => StepStatus::Idle,
+                Status::Done(_) => StepStatus::Done,
+            };
+            self.step_ended(slot, pid, started, given, ended);
+        }
+        if let Some(ring) = &mut self.observe.trace {
+            let code = match status {
+                _ if failed => trace::status::ERROR,
+                Status::Continue => trace::status::CONTINUE,
+                Status::Wait => trace::status::WAIT,
+                Status::Idle => trace::status::IDLE,
+                Status::Done(_) => trace::status::DONE,
+            };
+            ring.end_step(pid, code);
+        }
     }
 
     /// Counts a step of a process of kind `kind` (`observe/kind_counts.rs`).
