@@ -29,9 +29,9 @@
 //!   with a 1 s timeout (`yield_command_timeout`), which the inline
 //!   completion always beats: each timeout is set, then cancelled.
 //! - routers count what they route and report it in batches to the
-//!   counter, by name. When the sessions are done, a **stop** process
-//!   sends the supervisor an exit (`ExitReason::Shutdown`); the supervisor
-//!   stops its children in reverse start order, so each router sends its
+//!   counter, by name. When the sessions are done, main sends the
+//!   supervisor an exit (`Scheduler::exit`, `ExitReason::Shutdown`); the
+//!   supervisor stops its children in reverse start order, so each router sends its
 //!   last batch and ends before the counter is stopped and ends with the
 //!   sum.
 //!
@@ -54,13 +54,13 @@ use std::sync::{mpsc, Arc, Condvar, Mutex, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use stepsched::process::{Pid, ProcessError};
+use stepsched::process::{ExitReason, Pid, ProcessError};
 use stepsched::sched::{Scheduler, ShutdownReport, Stats};
 use stepsched::supervisor::{ChildSpec, Strategy, Supervisor, SupervisorSpec};
 
 use io::{io_thread, IoRequest};
 use measure::{rate, row, snapshot, IO_LATENCY, REQUEST_RTT};
-use nodes::{Cmd, Counter, Node, Router, Session, Stop, Tally};
+use nodes::{Cmd, Counter, Node, Router, Session, Tally};
 
 mod io;
 mod measure;
@@ -262,17 +262,16 @@ fn main() {
 
     // Wait for the sessions, then stop the service, in order.
     totals.wait_for("sessions", |t| t.sessions == u64::from(sessions));
-    let stop = Stop {
-        supervisor: supervisor.pid(),
-    };
-    scheduler.submit_kind(stop, ()).expect("submit");
+    scheduler
+        .exit(supervisor.pid(), ExitReason::Shutdown)
+        .expect("the supervisor is live");
     let Ok(supervisor) = supervisor.join_timeout(Duration::from_secs(60)) else {
         panic!("the supervisor did not stop:\n{}", scheduler.stats());
     };
     // A job's completion hook may still run after its parent finished; the
-    // 2 are the counter and the stop.
+    // The 1 is the counter.
     totals.wait_for("jobs", |t| {
-        t.processes == t.sessions + t.jobs + u64::from(ROUTERS) + 2
+        t.processes == t.sessions + t.jobs + u64::from(ROUTERS) + 1
     });
     let elapsed = start.elapsed();
     io_tx.send(IoRequest::Stop).expect("io thread runs");
@@ -285,7 +284,7 @@ fn main() {
     print_summary(&tally, &stats, &report, elapsed);
     println!(
         "\nsupervisor: stopped the routers (last started, first stopped), then the counter, and \
-         ended by an exit to itself: {supervisor:?}"
+         ended, told to stop by `Scheduler::exit`: {supervisor:?}"
     );
     check(sessions, &tally, &stats, &report, io_completed);
     assert!(
@@ -301,7 +300,7 @@ fn print_summary(tally: &Tally, stats: &Stats, report: &ShutdownReport, elapsed:
     println!("ran");
     println!(
         "  {} sessions and the {} jobs they spawned; a counter and {ROUTERS} routers under a \
-         supervisor, and a stop: {} processes with an output",
+         supervisor: {} processes with an output",
         tally.sessions, tally.jobs, tally.processes
     );
     println!(
@@ -410,8 +409,8 @@ fn check(sessions: u32, tally: &Tally, stats: &Stats, report: &ShutdownReport, i
     }
     expected.routed = expected.requests;
     expected.counted = expected.requests;
-    // Sessions, jobs, routers, the counter and the stop.
-    expected.processes = expected.sessions + expected.jobs + u64::from(ROUTERS) + 2;
+    // Sessions, jobs, routers and the counter.
+    expected.processes = expected.sessions + expected.jobs + u64::from(ROUTERS) + 1;
     let tallies: u64 = per_router.iter().map(|n| n / TALLY_EVERY + 1).sum();
     // Request and reply per request, a result per job, the routers' tallies.
     expected.messages = 2 * expected.requests + expected.jobs + tallies;
@@ -427,8 +426,8 @@ fn check(sessions: u32, tally: &Tally, stats: &Stats, report: &ShutdownReport, i
     );
     assert_eq!(
         stats.submitted,
-        expected.sessions + 2,
-        "submitted from main: the sessions, the supervisor and the stop"
+        expected.sessions + 1,
+        "submitted from main: the sessions and the supervisor"
     );
     let started: Vec<_> = stats.kinds.iter().map(|k| (k.name, k.started)).collect();
     let kinds = [
@@ -437,7 +436,6 @@ fn check(sessions: u32, tally: &Tally, stats: &Stats, report: &ShutdownReport, i
         ("Router", u64::from(ROUTERS)),
         ("Counter", 1),
         ("Job", expected.jobs),
-        ("Stop", 1),
     ];
     assert_eq!(started, kinds, "processes started per kind");
     assert!(stats.kinds.iter().all(|k| k.live == 0), "none left");

@@ -29,8 +29,6 @@ stepsched::kinds! {
         Counter(Counter),
         /// A session's child: computes, then messages its parent.
         Job(Job),
-        /// Asks the supervisor to stop.
-        Stop(Stop),
     }
     /// Their inputs.
     pub enum NodeInput;
@@ -419,35 +417,6 @@ impl Kind<Node> for Job {
                 ..Tally::default()
             });
         }
-        Ok(())
-    }
-}
-
-/// Stops the supervisor in order: an exit with reason `Shutdown`, which
-/// only a step can send. The supervisor then stops its children one at a
-/// time, in reverse start order, and ends. (`Scheduler::terminate` would
-/// end it at once, with no ordered stop of its children.)
-pub struct Stop {
-    pub supervisor: Pid,
-}
-
-impl Kind<Node> for Stop {
-    type Input = ();
-
-    fn init(&mut self, (): ()) -> Result<(), String> {
-        Ok(())
-    }
-
-    fn step(
-        &mut self,
-        _: &mut Vec<Event<Node>>,
-        out: &mut StepOutput<'_, Node>,
-    ) -> Result<(), String> {
-        out.exit(self.supervisor, ExitReason::Shutdown);
-        out.done(Tally {
-            processes: 1,
-            ..Tally::default()
-        });
         Ok(())
     }
 }

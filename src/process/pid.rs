@@ -25,6 +25,18 @@ pub struct Pid {
 }
 
 impl Pid {
+    /// The sender of an exit signal from outside the scheduler's processes
+    /// ([`Scheduler::exit`](crate::sched::Scheduler::exit)): a trapping
+    /// target receives `Event::Down { pid: Pid::OUTSIDE, reason }`. It names
+    /// no process (no slot has its index), so a send or a monitor to it is
+    /// refused as any unknown PID is. Shown as `<outside>`.
+    ///
+    /// ```
+    /// use stepsched::process::Pid;
+    /// assert_eq!(Pid::OUTSIDE.to_string(), "<outside>");
+    /// ```
+    pub const OUTSIDE: Pid = Pid::new(u32::MAX, 0);
+
     pub(crate) const fn new(index: u32, generation: u32) -> Self {
         Pid { index, generation }
     }
@@ -63,6 +75,9 @@ impl fmt::Debug for Pid {
 
 impl fmt::Display for Pid {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if *self == Pid::OUTSIDE {
+            return f.write_str("<outside>");
+        }
         write!(f, "<{}.{}>", self.index, self.generation)
     }
 }

@@ -71,13 +71,18 @@ pub enum TerminateError {
     NoSuchProcess,
     /// The process has already ended.
     Finished,
+    /// The scheduler is exiting (the end of a shutdown): nothing more is
+    /// delivered. Only [`Scheduler::exit`](crate::sched::Scheduler::exit)
+    /// returns it.
+    ShuttingDown,
 }
 
 impl fmt::Display for TerminateError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            TerminateError::NoSuchProcess => "terminate failed: no such process",
-            TerminateError::Finished => "terminate failed: the process has finished",
+            TerminateError::NoSuchProcess => "no such process",
+            TerminateError::Finished => "the process has finished",
+            TerminateError::ShuttingDown => "the scheduler is shutting down",
         })
     }
 }

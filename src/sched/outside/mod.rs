@@ -5,7 +5,9 @@
 //! (`call.rs`); [`Scheduler::send_async`] and
 //! [`Scheduler::blocking_send_timeout`], sends that wait for room in a full
 //! bounded mailbox (`send.rs`, waiting in `bound.rs`'s `Room`); join
-//! handles and join sets (`join.rs`, `join_set.rs`).
+//! handles and join sets (`join.rs`, `join_set.rs`); and
+//! [`Scheduler::exit`], OTP's `exit/2` from a thread, sent as
+//! [`Pid::OUTSIDE`](crate::process::Pid::OUTSIDE) (`exit.rs`).
 //!
 //! A receiver occupies a slot of the process table like a process, with an
 //! inbox instead of a process in its body. Messages reach it the way they
@@ -37,6 +39,7 @@
 //! may need it.
 
 mod call;
+mod exit;
 mod inbox;
 pub(crate) mod join;
 pub(crate) mod join_set;

@@ -71,6 +71,32 @@ impl<P: Process> Shared<P> {
         }
     }
 
+    /// An exit signal from outside the processes (`outside/exit.rs`),
+    /// which wakes like a completion, so that a waiting target is woken to
+    /// decide it; a woken target goes to its last worker's inject queue.
+    /// `Err` if it was refused, or if its notify found the process ended
+    /// (it was pushed as the process ended: the end drains it or the slot
+    /// is freed with it; either way it changes nothing, an exit is owed no
+    /// answer).
+    pub(crate) fn deliver_exit(&self, pid: Pid, signal: Signal) -> Result<(), Refusal> {
+        let slot = self.admit(pid)?;
+        match self.push(
+            slot,
+            pid,
+            Item::Signal(signal),
+            false,
+            Wake::Completion,
+            None,
+        ) {
+            (Some(task), true) => {
+                self.core.schedule_remote(task);
+                Ok(())
+            }
+            (None, true) => Ok(()),
+            (_, false) => Err(Refusal::Finished),
+        }
+    }
+
     /// The first half of [`deliver_signal`](Self::deliver_signal), for a
     /// step's many requests (`send_requests`): `signal` pushed into `pid`'s
     /// mailbox, not yet notified; the caller notifies each process it

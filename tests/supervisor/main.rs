@@ -6,14 +6,19 @@
 //! own shutdown); a two-level tree whose grandchild's failures escalate;
 //! and, over many seeded rounds of kills from outside threads, that a
 //! restart never runs two incarnations of one child at once.
+//! `outside.rs`: a supervisor driven from outside its tree (its children
+//! found by name, an ordered stop by `Scheduler::exit`).
 //!
 //! ```text
 //! cargo test --test supervisor
 //! cargo test --release --test supervisor
 //! ```
 
+#[path = "../common/mod.rs"]
 mod common;
 use common::{joined, wait_until, Held};
+
+mod outside;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -619,43 +624,4 @@ fn random_kills_from_outside_never_run_two_incarnations_of_one_child() {
             assert_eq!(p.live(), 0, "round {round}: {} stopped", p.name);
         }
     }
-}
-
-#[test]
-fn named_children_are_found_by_name_across_restarts() {
-    let (s, _held) = scheduler();
-    let (_log, probes) = three(Mode::Idle);
-    let mut spec = SupervisorSpec::new(Strategy::OneForAll).intensity(100, Duration::from_secs(60));
-    for p in &probes {
-        spec = spec.child(child(p).name(p.name));
-    }
-    s.submit_kind(Supervisor::new(), spec).unwrap();
-    for p in &probes {
-        let pid = p.wait_pid(1);
-        assert_eq!(s.whereis(p.name), Some(pid), "{}", p.name);
-    }
-    // One for all: every child restarts, and each takes its name again.
-    kill_from_outside(&s, &probes[1], 1);
-    for p in &probes {
-        let pid = p.wait_pid(2);
-        wait_until(&format!("{} named again", p.name), || {
-            s.whereis(p.name) == Some(pid)
-        });
-    }
-    assert_eq!(starts(&probes), [2, 2, 2]);
-}
-
-#[test]
-fn a_child_whose_name_is_taken_fails_its_first_start() {
-    let (s, _held) = scheduler();
-    let log = closed_log();
-    let a = probe("a", Mode::Idle, &log);
-    let squatter = s.submit_kind(worker(), probe("squatter", Mode::Idle, &log));
-    let squatter = squatter.unwrap();
-    s.register("a", squatter).unwrap();
-    let spec = SupervisorSpec::new(Strategy::OneForOne).child(child(&a).name("a"));
-    let sup = s.submit_kind_joinable(Supervisor::new(), spec).unwrap();
-    assert_eq!(joined(sup), Err(ProcessError::Terminated));
-    assert_eq!(a.starts(), 0, "refused before its init");
-    assert_eq!(s.whereis("a"), Some(squatter));
 }

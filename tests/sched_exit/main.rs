@@ -7,15 +7,19 @@
 //! ended PID, a process on its way out, and the sender itself are
 //! specified; and exits racing ends, terminates, other exits and a
 //! shutdown end each process exactly once, its `close` run once and each
-//! watcher told once.
+//! watcher told once. `outside.rs`: the same exit from a thread
+//! (`Scheduler::exit`), sent as `Pid::OUTSIDE`.
 //!
 //! ```text
 //! cargo test --test sched_exit
 //! cargo test --release --test sched_exit
 //! ```
 
+#[path = "../common/mod.rs"]
 mod common;
 use common::{joined, wait_until, Held};
+
+mod outside;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
