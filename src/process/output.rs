@@ -32,9 +32,13 @@ pub(crate) trait Spawner<P: Process>: super::registry::Names {
         process: P,
         method: &str,
         input: P::Input,
-        options: SpawnOptions,
+        options: &SpawnOptions,
     ) -> Result<Pid, SpawnError<P>>;
 }
+
+/// What [`StepOutput::spawn`] spawns with: a static, so that a spawn
+/// without options builds and drops none.
+static DEFAULT_OPTIONS: SpawnOptions = SpawnOptions::new();
 
 /// How to start one process, beyond its `init` arguments: given to
 /// [`Scheduler::submit_with`](crate::sched::Scheduler::submit_with) and
@@ -146,11 +150,6 @@ impl SpawnOptions {
     /// The name [`name`](Self::name) asked for, if any.
     pub fn name_ref(&self) -> Option<&super::Name> {
         self.name.as_ref()
-    }
-
-    /// Takes the name out, for the spawn that registers it.
-    pub(crate) fn take_name(&mut self) -> Option<super::Name> {
-        self.name.take()
     }
 
     /// The mailbox limit this asks for (0: unbounded), or `default`.
@@ -360,7 +359,9 @@ impl<'a, P: Process> StepOutput<'a, P> {
         method: &str,
         input: P::Input,
     ) -> Result<Pid, SpawnError<P>> {
-        self.spawn_with(process, method, input, SpawnOptions::new())
+        let pid = (self.spawner).spawn(process, method, input, &DEFAULT_OPTIONS)?;
+        self.effects.spawned.push(pid);
+        Ok(pid)
     }
 
     /// [`spawn`](StepOutput::spawn) with [`SpawnOptions`] (a mailbox
@@ -379,7 +380,7 @@ impl<'a, P: Process> StepOutput<'a, P> {
         input: P::Input,
         options: SpawnOptions,
     ) -> Result<Pid, SpawnError<P>> {
-        let pid = self.spawner.spawn(process, method, input, options)?;
+        let pid = self.spawner.spawn(process, method, input, &options)?;
         self.effects.spawned.push(pid);
         Ok(pid)
     }

@@ -273,7 +273,7 @@ impl<P: Process> Scheduler<P> {
         options: SpawnOptions,
     ) -> Result<Pid, SpawnError<P>> {
         let shared = &*self.shared;
-        let slot = shared.create(process, method, input, joiner, options, None)?;
+        let slot = shared.create(process, method, input, joiner, &options, None)?;
         let pid = slot.pid();
         // Relaxed: a statistic.
         shared.totals.submitted.fetch_add(1, Ordering::Relaxed);

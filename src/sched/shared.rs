@@ -111,7 +111,7 @@ impl<P: Process> Shared<P> {
         method: &str,
         input: P::Input,
         joiner: Option<Joiner<P>>,
-        mut options: SpawnOptions,
+        options: &SpawnOptions,
         local: Option<&mut FreeCache>,
     ) -> Result<&Slot<P>, SpawnError<P>> {
         if self.core.phase() != phase::RUNNING {
@@ -120,8 +120,8 @@ impl<P: Process> Shared<P> {
         if let Some(why) = options.refused() {
             return Err(SpawnError::InvalidOptions(process, why));
         }
-        let name = options.take_name();
-        if let Some(name) = &name {
+        let name = options.name_ref();
+        if let Some(name) = name {
             // A first look, so that a process refused for its name is not
             // initialised; `register` below decides.
             if let Some(holder) = self.whereis(name) {
@@ -179,7 +179,7 @@ impl<P: Process> Shared<P> {
         if let Some(name) = name {
             // Before the process is queued: nothing can end it meanwhile
             // but a withdrawal, so the name is its from its first step.
-            if let Err(refused) = self.register(name, slot.pid()) {
+            if let Err(refused) = self.register(name.clone(), slot.pid()) {
                 let process = self.withdraw(slot).expect("a created process has its body");
                 return Err(match refused {
                     RegisterError::NameTaken { holder, .. } => {
@@ -357,7 +357,7 @@ impl<P: Process> Spawner<P> for LocalSpawner<'_, P> {
         process: P,
         method: &str,
         input: P::Input,
-        options: SpawnOptions,
+        options: &SpawnOptions,
     ) -> Result<Pid, SpawnError<P>> {
         let mut free = self.free.borrow_mut();
         self.shared

@@ -87,7 +87,7 @@ fn a_half_done_push_makes_idle_workers_back_off_not_spin_on_the_sleepers_lock() 
     let shared = &*scheduler.shared;
     let cell = Arc::new(JoinCell::new());
     let joiner = crate::sched::outside::join_set::Joiner::One(Arc::clone(&cell));
-    let slot = (shared.create(gated(), "run", (), Some(joiner), Default::default(), None))
+    let slot = (shared.create(gated(), "run", (), Some(joiner), &Default::default(), None))
         .unwrap_or_else(|_| panic!("create"));
     let stalled = JoinHandle::new(slot.pid(), cell);
     let pending = shared.core.global.push_mid_link(Task::new(slot));
@@ -159,7 +159,7 @@ fn a_withdrawn_process_leaves_its_mailbox_to_the_stranded_events_report() {
         hold: false,
     };
     // A creator past its insert: Ready, queued nowhere.
-    let pid = (shared.create(process, "run", (), None, Default::default(), None))
+    let pid = (shared.create(process, "run", (), None, &Default::default(), None))
         .unwrap_or_else(|_| panic!("create"))
         .pid();
     // A sender that guessed the PID.
