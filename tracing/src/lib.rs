@@ -112,7 +112,7 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 use stepsched::process::{Command, Outcome, Process};
 use stepsched::sched::{Builder, Completer};
-use tracing::span::EnteredSpan;
+use tracing::span::{EnteredSpan, Id};
 use tracing::{debug, field, trace_span, Span};
 
 thread_local! {
@@ -270,17 +270,32 @@ impl<P: Process> Instrumentation<P> {
         let lifetimes = Arc::clone(&self.lifetimes);
         move |command, completer| {
             let pid = completer.pid();
+            // A handle to the process span, held until the command span
+            // names it (`Lifetimes::get`); looked up only if a subscriber
+            // wants the command span (the macro evaluates `parent` then).
+            let mut process = None;
             let span = trace_span!(
                 target: "stepsched",
-                parent: lifetimes.get(pid).or_else(|| Span::current().id()),
+                parent: parent_of(&mut process, lifetimes.get(pid)),
                 "command",
                 kind = command.kind(),
                 pid = pid.into_raw(),
                 tag = completer.tag(),
             );
+            drop(process);
             let _entered = span.enter();
             handler(command, completer);
         }
+    }
+}
+
+/// The parent for a command span: `process`'s span, kept in `held`, or
+/// the thread's current span if the process has none open.
+fn parent_of(held: &mut Option<Span>, process: Option<Span>) -> Option<Id> {
+    *held = process;
+    match held {
+        Some(process) => process.id(),
+        None => Span::current().id(),
     }
 }
 

@@ -9,9 +9,12 @@
 //! after its last step (the scheduler orders them), so the steps and the
 //! end of one PID never race each other for its entry: the shard's lock
 //! only keeps the map itself whole while other PIDs in the same shard
-//! come and go. The span is created outside the lock (a subscriber's
-//! `new_span` may be slow), and dropped outside it on close (so is its
-//! `on_close`).
+//! come and go, and a step may name its process span by id alone. A
+//! command may not: a blocking handler runs while its process may end, so
+//! it takes a handle to the span (the subscriber's `clone_span`, the only
+//! subscriber call made under a lock). The span is created outside the
+//! lock (a subscriber's `new_span` may be slow), and dropped outside it on
+//! close (so is its `on_close`).
 
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -37,9 +40,8 @@ impl Lifetimes {
         }
     }
 
-    /// The shard of `pid`. A subscriber's panic cannot leave a map half
-    /// changed (no subscriber code runs under the lock), so a poisoned
-    /// lock is taken as it is.
+    /// The shard of `pid`. A subscriber's panic (in `clone_span`) cannot
+    /// leave a map half changed, so a poisoned lock is taken as it is.
     fn shard(&self, pid: Pid) -> MutexGuard<'_, HashMap<u64, Span>> {
         self.shards[pid.index() as usize % SHARDS]
             .lock()
@@ -75,10 +77,13 @@ impl Lifetimes {
         id
     }
 
-    /// The id of `pid`'s `process` span, if it is open (a command's
-    /// parent).
-    pub(crate) fn get(&self, pid: Pid) -> Option<Id> {
-        self.shard(pid).get(&pid.into_raw()).and_then(Span::id)
+    /// `pid`'s `process` span, if it is open: a handle to it, for a
+    /// command's parent. A handle, not an id: a blocking handler runs
+    /// while its process may end on a worker, and an id alone would not
+    /// keep the span from closing (and its id from being reused) before
+    /// the command span names it.
+    pub(crate) fn get(&self, pid: Pid) -> Option<Span> {
+        self.shard(pid).get(&pid.into_raw()).cloned()
     }
 
     /// At `pid`'s end: its `process` span, taken out of the map, for the
