@@ -1,13 +1,26 @@
-//! Prints the spans of a small run: a ping-pong of a few messages, each
-//! step a `step` span, each end an event.
+//! Prints the spans of a small run: a ping-pong of a few messages between
+//! two processes, each a `process` span from its first step to its end,
+//! with its `step` spans inside, and the `command` span of the blocking
+//! handler each player asks to record its last ball.
 //!
 //! `cargo run -p stepsched-tracing --example spans`
 
 use std::time::Duration;
-use stepsched::process::{Event, NoCommand, Pid, Process, StepOutput};
+use stepsched::process::{Command, Event, Pid, Process, Status, StepOutput};
 use stepsched::sched::Scheduler;
+use stepsched_tracing::Instrumentation;
 
-/// Sends what it gets, minus one, back to its sender; ends at 0.
+/// Asks the `record` handler to keep a player's last ball.
+struct Record(u32);
+
+impl Command for Record {
+    fn kind(&self) -> &'static str {
+        "record"
+    }
+}
+
+/// Sends what it gets, minus one, back to its sender; at 1 or 0 it has
+/// the ball recorded, and ends once that is done.
 struct Player {
     peer: Option<Pid>,
 }
@@ -15,11 +28,11 @@ struct Player {
 impl Process for Player {
     type Input = Option<Pid>;
     type Message = (Pid, u32);
-    type Command = NoCommand;
+    type Command = Record;
     type Reply = ();
     type Output = ();
-    type Error = ();
-    fn init(&mut self, _: &str, peer: Option<Pid>) -> Result<(), ()> {
+    type Error = String;
+    fn init(&mut self, _: &str, peer: Option<Pid>) -> Result<(), String> {
         self.peer = peer;
         Ok(())
     }
@@ -27,18 +40,26 @@ impl Process for Player {
         &mut self,
         events: &mut Vec<Event<Self>>,
         out: &mut StepOutput<'_, Self>,
-    ) -> Result<(), ()> {
+    ) -> Result<(), String> {
         if let Some(peer) = self.peer.take() {
             out.send(peer, (out.pid(), 4));
         }
         for event in events.drain(..) {
-            if let Event::Message((from, n)) = event {
-                if n > 0 {
-                    out.send(from, (out.pid(), n - 1));
+            match event {
+                Event::Message((from, n)) => {
+                    if n > 0 {
+                        out.send(from, (out.pid(), n - 1));
+                    }
+                    if n <= 1 {
+                        out.yield_command(u64::from(n), Record(n));
+                        out.set_status(Status::Wait);
+                    }
                 }
-                if n <= 1 {
+                Event::Completion { result, .. } => {
+                    result.map_err(|e| e.to_string())?;
                     out.done(());
                 }
+                _ => {}
             }
         }
         Ok(())
@@ -50,18 +71,29 @@ fn main() {
         .with_max_level(tracing::Level::TRACE)
         .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
         .init();
-    let scheduler = stepsched_tracing::instrument(Scheduler::<Player>::builder())
+    let (builder, tracing) = Instrumentation::install(Scheduler::<Player>::builder());
+    let scheduler = builder
         .workers(2)
+        .blocking_handler(
+            "record",
+            tracing.traced(|Record(n), completer| {
+                tracing::info!(ball = n, "recorded");
+                let _ = completer.succeed(());
+            }),
+        )
         .build()
         .expect("threads start");
     let pong = scheduler
-        .submit(Player { peer: None }, "pong", None)
+        .submit_joinable(Player { peer: None }, "pong", None)
         .unwrap();
     let ping = scheduler
-        .submit_joinable(Player { peer: None }, "ping", Some(pong))
+        .submit_joinable(Player { peer: None }, "ping", Some(pong.pid()))
         .unwrap();
-    ping.join_timeout(Duration::from_secs(5))
-        .expect("ends")
-        .unwrap();
+    for player in [ping, pong] {
+        player
+            .join_timeout(Duration::from_secs(5))
+            .expect("ends")
+            .unwrap();
+    }
     scheduler.shutdown(Duration::from_secs(5));
 }
