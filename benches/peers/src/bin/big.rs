@@ -426,6 +426,12 @@ fn main() {
             g.push(per_message(go_round(go, n, m)));
         }
     }
+    for (name, v) in [("stepsched", &s), ("tokio", &t), ("go", &g)] {
+        if !v.is_empty() {
+            let rounds: Vec<String> = v.iter().map(|ns| format!("{ns:.1}")).collect();
+            println!("big {name:<9} rounds: {}", rounds.join(" "));
+        }
+    }
     let figure = |v: &Vec<f64>| (!v.is_empty()).then(|| median(v.clone()));
     let (s, t, g) = (figure(&s), figure(&t), figure(&g));
     for (name, ns) in [("stepsched", s), ("tokio", t), ("go", g)] {
