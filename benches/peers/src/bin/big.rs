@@ -7,7 +7,10 @@
 //! xorshift64 seeded from the process's index (`seed`), the same sequence
 //! in all three systems. Printed: the time per message (pings and pongs each
 //! count one: 2·N·M in a round), medians of the rounds, and the peers'
-//! times over stepsched's (above 1: stepsched faster).
+//! times over stepsched's (above 1: stepsched faster), as a ratio of the
+//! medians and as the median of each round's own ratio (the machine's
+//! state may change between rounds, and hits the systems of one round
+//! alike).
 //!
 //! - stepsched: a `Node` process whose step answers a `Ping(from)` with a
 //!   `Pong` to `from`, and a `Pong` with its next ping; all N are submitted
@@ -432,6 +435,7 @@ fn main() {
             println!("big {name:<9} rounds: {}", rounds.join(" "));
         }
     }
+    let (s_rounds, t_rounds, g_rounds) = (s.clone(), t.clone(), g.clone());
     let figure = |v: &Vec<f64>| (!v.is_empty()).then(|| median(v.clone()));
     let (s, t, g) = (figure(&s), figure(&t), figure(&g));
     for (name, ns) in [("stepsched", s), ("tokio", t), ("go", g)] {
@@ -444,6 +448,18 @@ fn main() {
             if let Some(ns) = ns {
                 println!("big ratio {name}/stepsched {:.2}", ns / s);
             }
+        }
+    }
+    // The machine's state can change between rounds (the cross-core round
+    // trip swings several-fold): the median of each round's own ratio is
+    // the steadier figure.
+    for (name, v) in [("tokio", &t_rounds), ("go", &g_rounds)] {
+        if !s_rounds.is_empty() && v.len() == s_rounds.len() {
+            let paired: Vec<f64> = v.iter().zip(&s_rounds).map(|(p, o)| p / o).collect();
+            println!(
+                "big ratio {name}/stepsched, median of rounds {:.2}",
+                median(paired)
+            );
         }
     }
     if let Some(ours) = &ours {

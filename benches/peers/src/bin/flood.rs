@@ -29,7 +29,10 @@
 //!   `select { case ch <- v: default: <a send racing a 10 s timer> }`.
 //!
 //! Both Rust sides on 2 worker threads, same allocator (the system's); the
-//! systems alternate round by round.
+//! systems alternate round by round. `blocking` prints the peers' times
+//! over stepsched's as a ratio of the medians and as the median of each
+//! round's own ratio (steadier when the machine's state changes between
+//! rounds).
 //!
 //! ```text
 //! cargo run --release -p stepsched-peers --bin flood              # 10M, 5 rounds
@@ -407,6 +410,12 @@ fn blocking(n: u64, rounds: usize, senders: usize, side: &dyn Fn(&str) -> bool) 
             add(2, go_blocking_round(go, n, senders));
         }
     }
+    let paired = |i: usize| -> Option<f64> {
+        let (ours, theirs) = (&figures[0].1, &figures[i].1);
+        (!ours.is_empty() && ours.len() == theirs.len())
+            .then(|| median(theirs.iter().zip(ours).map(|(t, o)| t / o).collect()))
+    };
+    let paired = [None, paired(1), paired(2)];
     let mut medians = [None; 3];
     for (i, (name, v, fallbacks)) in figures.into_iter().enumerate() {
         if v.is_empty() {
@@ -424,6 +433,11 @@ fn blocking(n: u64, rounds: usize, senders: usize, side: &dyn Fn(&str) -> bool) 
             if let Some(ns) = ns {
                 println!("flood blocking ratio {name}/stepsched {:.2}", ns / ours);
             }
+        }
+    }
+    for (name, ratio) in [("tokio", paired[1]), ("go", paired[2])] {
+        if let Some(ratio) = ratio {
+            println!("flood blocking ratio {name}/stepsched, median of rounds {ratio:.2}");
         }
     }
     if let Some(scheduler) = scheduler {
