@@ -553,7 +553,9 @@ fn a_call_refused_by_shutdown_is_handed_back_even_with_no_step_to_come() {
     s.submit(caller, "caller", ()).unwrap();
     in_step.recv().unwrap();
     let report = s.shutdown(ms(50));
-    assert_eq!(report.stuck, 1, "{report:?}");
+    // The caller is held in its step; the callee may be too, on a slow
+    // interpreter (Miri), if its cancel's step has not ended in time.
+    assert!(report.stuck >= 1, "{report:?}");
     release.send(()).unwrap();
     wait_until("the refused call to be reported", || {
         !lost.lock().unwrap().is_empty()
