@@ -1,5 +1,7 @@
 //! Shared helpers for the peer comparison binaries in `src/bin/`.
 
+pub mod wake;
+
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;

@@ -4,57 +4,13 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use stepsched::process::{Event, NoCommand, Pid, Process, Status, StepOutput};
+use stepsched::process::Pid;
 use stepsched::sched::Scheduler;
+use stepsched_peers::wake::{self, percentile, Sleeper, SleeperMsg};
 
 use crate::scenarios::{pinger_scheduler, stepsched_ping_pong, tokio_ping_pong};
 use crate::workloads::{Latch, Pinger, HANG};
 use crate::{allocations_during, fmt_ns, tokio_runtime, workers};
-
-/// Waits for messages; finishes on `Stop`. Records the latency of each
-/// `Stamp` (sent → the start of the step that receives it).
-#[derive(Default)]
-struct Sleeper {
-    latencies: Vec<u64>,
-}
-
-enum SleeperMsg {
-    Stamp(Instant),
-    Stop,
-}
-
-impl Process for Sleeper {
-    type Input = ();
-    type Message = SleeperMsg;
-    type Command = NoCommand;
-    type Reply = ();
-    type Output = Vec<u64>;
-    type Error = ();
-    fn init(&mut self, _: &str, _: ()) -> Result<(), ()> {
-        Ok(())
-    }
-    fn step(
-        &mut self,
-        events: &mut Vec<Event<Self>>,
-        out: &mut StepOutput<'_, Self>,
-    ) -> Result<(), ()> {
-        let now = Instant::now();
-        for event in events.drain(..) {
-            match event {
-                Event::Message(SleeperMsg::Stamp(sent)) => {
-                    self.latencies.push((now - sent).as_nanos() as u64);
-                }
-                Event::Message(SleeperMsg::Stop) => {
-                    out.done(core::mem::take(&mut self.latencies));
-                    return Ok(());
-                }
-                _ => {}
-            }
-        }
-        out.set_status(Status::Idle);
-        Ok(())
-    }
-}
 
 pub fn resources(scale: f64) {
     println!("stepsched resources (tokio beside it where the measure applies):");
@@ -310,60 +266,23 @@ fn idle_cpu() {
     );
 }
 
-fn percentile(sorted: &[u64], p: f64) -> f64 {
-    let at = ((sorted.len() - 1) as f64 * p).round() as usize;
-    sorted[at] as f64
-}
-
+/// The figure the `wake` bin measures round by round against a futex
+/// floor and Go (`stepsched_peers::wake`), here once beside tokio.
 fn wake_latency(samples: usize) {
     let scheduler = Scheduler::<Sleeper>::builder()
         .workers(workers())
         .build()
         .expect("scheduler");
-    let sleeper = scheduler
-        .submit_joinable(Sleeper::default(), "sleep", ())
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(50));
-    for _ in 0..samples {
-        // Both workers parked before each send.
-        let deadline = Instant::now() + HANG;
-        while scheduler.stats().sleeping < workers() {
-            assert!(Instant::now() < deadline, "workers never parked");
-            std::thread::sleep(Duration::from_micros(500));
-        }
-        scheduler
-            .send(sleeper.pid(), SleeperMsg::Stamp(Instant::now()))
-            .unwrap();
-        std::thread::sleep(Duration::from_millis(2));
-    }
-    scheduler.send(sleeper.pid(), SleeperMsg::Stop).unwrap();
-    let mut lat = sleeper.join().expect("sleeper");
-    assert_eq!(lat.len(), samples);
+    let mut lat = wake::stepsched_round(&scheduler, workers(), samples);
     lat.sort_unstable();
     drop(scheduler);
-
-    // tokio: a task waiting on an unbounded channel, same spacing.
     let rt = tokio_runtime();
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Instant>();
-    let waiter = rt.spawn(async move {
-        let mut lat = Vec::new();
-        while let Some(sent) = rx.recv().await {
-            lat.push(sent.elapsed().as_nanos() as u64);
-        }
-        lat
-    });
-    std::thread::sleep(Duration::from_millis(50));
-    for _ in 0..samples {
-        tx.send(Instant::now()).unwrap();
-        std::thread::sleep(Duration::from_millis(2));
-    }
-    drop(tx);
-    let mut t_lat = rt.block_on(waiter).expect("tokio waiter");
-    assert_eq!(t_lat.len(), samples);
+    let mut t_lat = wake::tokio_round(&rt, samples);
     t_lat.sort_unstable();
     println!(
         "  wake-up latency p50 / p99  {} / {}   (send from outside to the start of the \
-         receiving step, both workers parked, {samples} samples; tokio: {} / {})",
+         receiving step, both workers parked, {samples} samples; tokio: {} / {}; \
+         against a futex floor and Go: the wake bin)",
         fmt_ns(percentile(&lat, 0.5)),
         fmt_ns(percentile(&lat, 0.99)),
         fmt_ns(percentile(&t_lat, 0.5)),
