@@ -57,6 +57,8 @@ mod outside;
 pub(crate) mod registry;
 #[cfg(not(loom))]
 mod shutdown;
+#[cfg(not(loom))]
+pub(crate) mod simulation;
 pub(crate) mod timer;
 
 #[cfg(not(loom))]
@@ -108,5 +110,7 @@ pub use outside::{Call, CallError, Receiver, Recv, SendAsync};
 pub use scheduler::Scheduler;
 #[cfg(not(loom))]
 pub use shutdown::ShutdownReport;
+#[cfg(not(loom))]
+pub use simulation::{Run, Stopped, SIMULATED_STEP};
 #[cfg(not(loom))]
 pub use timer::cancel::TimerRef;

@@ -23,6 +23,7 @@ use crate::sched::outside::join::{JoinCell, JoinHandle};
 use crate::sched::outside::join_set::{JoinSet, Joiner};
 use crate::sched::shared::{phase, Config, Hooks, Refusal, Shared};
 use crate::sched::shutdown::ShutdownReport;
+use crate::sched::simulation::Driver;
 use crate::sched::worker::Local;
 use crate::sync::Ordering;
 use core::fmt;
@@ -79,6 +80,9 @@ pub struct Scheduler<P: Process> {
     /// The long-step monitor, if the builder asked for one.
     pub(crate) monitor: Mutex<Option<Monitor>>,
     pub(crate) report: Mutex<Option<ShutdownReport>>,
+    /// The driver that plays the workers, if this is a simulation
+    /// (`simulation/`): then `threads` stays empty.
+    pub(crate) simulation: Option<Arc<Driver<P>>>,
 }
 
 impl<P: Process> Scheduler<P> {
@@ -119,7 +123,7 @@ impl<P: Process> Scheduler<P> {
             totals: Totals::default(),
             trace,
             room: crate::sched::bound::Room::new(),
-            timers: crate::sched::timer::Timers::new(config_workers),
+            timers: crate::sched::timer::Timers::new(config_workers, config.simulation.is_some()),
             stopping: crate::sched::shutdown::stopping::Stopping::new(),
             registry: crate::sched::registry::Registry::new(),
             kinds: if config.count_kinds {
@@ -138,11 +142,26 @@ impl<P: Process> Scheduler<P> {
             },
             config,
         });
+        if let Some(seed) = shared.config.simulation {
+            // No threads: the driver plays every worker (`simulation/`).
+            let locals = (deques.into_iter().enumerate())
+                .map(|(index, deque)| Local::new(index, Arc::clone(&shared), deque))
+                .collect();
+            let driver = Driver::new(Arc::clone(&shared), seed, locals);
+            return Ok(Scheduler {
+                shared,
+                threads: Mutex::new(Vec::new()),
+                monitor: Mutex::new(None),
+                report: Mutex::new(None),
+                simulation: Some(Arc::new(driver)),
+            });
+        }
         let scheduler = Scheduler {
             shared: Arc::clone(&shared),
             threads: Mutex::new(Vec::new()),
             monitor: Mutex::new(None),
             report: Mutex::new(None),
+            simulation: None,
         };
         for (index, deque) in deques.into_iter().enumerate() {
             let local = Local::new(index, Arc::clone(&shared), deque);
@@ -195,7 +214,7 @@ impl<P: Process> Scheduler<P> {
         let cell = Arc::new(JoinCell::new());
         let joiner = Joiner::One(Arc::clone(&cell));
         let pid = self.submit_inner(process, method, input, Some(joiner), SpawnOptions::new())?;
-        Ok(JoinHandle::new(pid, cell))
+        Ok(JoinHandle::new(pid, cell).driven_by(self.simulation_driver()))
     }
 
     /// Like [`submit`](Scheduler::submit), and adds the process to `set`,

@@ -57,6 +57,8 @@ pub(crate) struct Config {
     pub(crate) mailbox_capacity: u32,
     /// The blocking pool's settings.
     pub(crate) blocking: PoolConfig,
+    /// The seed, if this scheduler is a simulation (`simulation/`).
+    pub(crate) simulation: Option<u64>,
 }
 
 /// Why an event was refused before it was queued.

@@ -62,6 +62,12 @@ impl<P: Process> Builder<P> {
         if let Some((_, why)) = zero.iter().find(|(refused, _)| *refused) {
             return Err(refusal(why));
         }
+        if self.simulation.is_some() && self.monitor.is_some() {
+            return Err(refusal(
+                "simulation(..) with long_step_monitor(..): the monitor is a thread of real \
+                 time, and a simulation runs on virtual time",
+            ));
+        }
         if let Some(n) = self.workers.filter(|&n| n > MAX_WORKERS) {
             return Err(refusal(&format!("workers({n}): at most 65,536 workers")));
         }

@@ -20,6 +20,9 @@ mod hooks;
 /// step of cheap events stays in the tens of microseconds.
 pub const DEFAULT_EVENTS_PER_STEP: usize = 1024;
 
+/// A simulation's workers unless [`Builder::workers`] says otherwise.
+const SIMULATED_WORKERS: usize = 4;
+
 /// Configures a [`Scheduler`]; made by [`Scheduler::builder`].
 ///
 /// ```
@@ -62,6 +65,8 @@ pub struct Builder<P: Process> {
     mailbox_capacity: Option<u32>,
     max_blocking_threads: usize,
     blocking_keep_alive: Duration,
+    /// The seed of a simulation (`simulation/api.rs`), if it is one.
+    pub(crate) simulation: Option<u64>,
 }
 
 impl<P: Process> Builder<P> {
@@ -85,6 +90,7 @@ impl<P: Process> Builder<P> {
             mailbox_capacity: None,
             max_blocking_threads: DEFAULT_MAX_BLOCKING_THREADS,
             blocking_keep_alive: DEFAULT_BLOCKING_KEEP_ALIVE,
+            simulation: None,
         }
     }
 
@@ -483,9 +489,11 @@ impl<P: Process> Builder<P> {
     /// ```
     pub fn build(self) -> io::Result<Scheduler<P>> {
         self.validate()?;
-        let workers = self
-            .workers
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+        let workers = self.workers.unwrap_or_else(|| match self.simulation {
+            // Not the machine's count: a seed replays on any machine.
+            Some(_) => SIMULATED_WORKERS,
+            None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        });
         let config = Config {
             workers,
             global_queue_interval: self.global_queue_interval,
@@ -503,7 +511,9 @@ impl<P: Process> Builder<P> {
                 max_threads: self.max_blocking_threads,
                 keep_alive: self.blocking_keep_alive,
                 stack_size: self.stack_size,
+                simulated: self.simulation.is_some(),
             },
+            simulation: self.simulation,
         };
         Scheduler::start(
             config,

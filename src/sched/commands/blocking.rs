@@ -109,6 +109,9 @@ pub(crate) struct PoolConfig {
     pub(crate) keep_alive: Duration,
     /// The workers' stack size, used for pool threads too.
     pub(crate) stack_size: Option<usize>,
+    /// A simulation's pool (`simulation/`): no threads; the driver runs
+    /// the queued commands ([`Pool::run_simulated`]).
+    pub(crate) simulated: bool,
 }
 
 /// What the pool runs: one command for a blocking handler (the commands
@@ -191,6 +194,9 @@ impl<J: Run> Pool<J> {
             return job.refuse(CommandError::Cancelled);
         }
         state.queue.push_back(job);
+        if self.config.simulated {
+            return; // the simulation's driver runs it
+        }
         if state.idle > 0 {
             state.idle -= 1;
             state.notified += 1;
@@ -279,6 +285,28 @@ impl<J: Run> Pool<J> {
         if state.closed {
             self.changed.notify_all();
         }
+    }
+
+    /// How many commands wait in a simulation's pool.
+    pub(crate) fn simulated_jobs(&self) -> usize {
+        if !self.config.simulated {
+            return 0;
+        }
+        self.lock().queue.len()
+    }
+
+    /// Runs the queued command at `pick` (below
+    /// [`simulated_jobs`](Pool::simulated_jobs)) on this thread: a
+    /// simulation's pool thread, which completes its commands in any order.
+    pub(crate) fn run_simulated(&self, pick: usize) {
+        let mut state = self.lock();
+        let Some(job) = state.queue.remove(pick) else {
+            return;
+        };
+        state.running += 1;
+        drop(state);
+        job.run();
+        self.lock().running -= 1;
     }
 
     /// Shutdown's first half: refuse new commands, cancel the queued ones.

@@ -115,7 +115,11 @@ const FOREVER: Duration = Duration::from_secs(100 * 365 * 24 * 60 * 60);
 /// too large. Every public method that takes a timeout makes its deadline
 /// here.
 pub(crate) fn deadline(timeout: Duration) -> Instant {
-    let now = Instant::now();
+    deadline_from(Instant::now(), timeout)
+}
+
+/// The instant `timeout` after `now`, saturated as [`deadline`].
+pub(crate) fn deadline_from(now: Instant, timeout: Duration) -> Instant {
     now.checked_add(timeout.min(FOREVER))
         .or_else(|| now.checked_add(Duration::from_secs(u64::from(u32::MAX))))
         .unwrap_or(now)

@@ -118,6 +118,11 @@ impl<P: Process> Scheduler<P> {
             "Scheduler::blocking_call",
             "await `Scheduler::call` instead",
         );
+        crate::sched::simulation::refuse_simulated(
+            &self.shared,
+            "Scheduler::blocking_call",
+            "send with a mailbox, drive it, then Receiver::try_recv",
+        );
         let receiver = self.mailbox().map_err(CallError::Refused)?;
         self.send(to, request(receiver.pid()))
             .map_err(CallError::Send)?;

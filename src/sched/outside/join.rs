@@ -11,6 +11,7 @@
 
 use super::on_worker::refuse_blocking;
 use crate::process::{Outcome, Pid, Process};
+use crate::sched::simulation::drive::{Drive, Limit, Stopped};
 use crate::sync::{Arc, Condvar, Mutex};
 use core::fmt;
 use core::future::Future;
@@ -117,11 +118,48 @@ impl<P: Process> JoinCell<P> {
 pub struct JoinHandle<P: Process> {
     pid: Pid,
     cell: Arc<JoinCell<P>>,
+    /// A simulation's driver, which the joins drive (`simulation/`).
+    driver: Option<Arc<dyn Drive>>,
 }
 
 impl<P: Process> JoinHandle<P> {
     pub(crate) fn new(pid: Pid, cell: Arc<JoinCell<P>>) -> Self {
-        JoinHandle { pid, cell }
+        JoinHandle {
+            pid,
+            cell,
+            driver: None,
+        }
+    }
+
+    /// A handle whose joins drive this simulation (if any) until its
+    /// process ends.
+    pub(crate) fn driven_by(mut self, driver: Option<Arc<dyn Drive>>) -> Self {
+        self.driver = driver;
+        self
+    }
+
+    /// Under a simulation: drives it until the process ends or `until`
+    /// (virtual nanoseconds). A process that can no longer end (nothing can
+    /// run, no timer is pending) would make a join wait for ever: that
+    /// panics, naming the seed and the step.
+    fn drive(&self, what: &str, until: u64) {
+        let Some(driver) = &self.driver else {
+            return;
+        };
+        let limit = Limit {
+            until,
+            ..Limit::NONE
+        };
+        let run = driver.drive(what, limit, &mut || self.is_finished());
+        if run.stopped == Stopped::Idle && !self.is_finished() && until == u64::MAX {
+            panic!(
+                "stepsched: {what} of {} on a simulated scheduler (seed {}) would wait for \
+                 ever: at step {}, no process can run and no timer is pending",
+                self.pid,
+                driver.seed(),
+                driver.steps()
+            );
+        }
     }
 
     /// The process's PID.
@@ -151,11 +189,18 @@ impl<P: Process> JoinHandle<P> {
     /// ([`StepOutput::monitor`](crate::process::StepOutput::monitor)); an
     /// async task awaits the handle instead.
     ///
+    /// On a [simulated](crate::sched::Builder::simulation) scheduler, if the
+    /// process can no longer end (no process can run, no timer is
+    /// pending: it waits for something only the outside can send), with
+    /// the seed and step in the message, instead of waiting for ever.
+    ///
     /// # Blocking
     ///
-    /// Blocks the calling thread until the process ends.
+    /// Blocks the calling thread until the process ends. On a simulated
+    /// scheduler, drives the simulation on this thread until then.
     pub fn join(self) -> Outcome<P> {
         refuse_blocking("JoinHandle::join", "await the handle instead");
+        self.drive("JoinHandle::join", u64::MAX);
         let mut state = self.cell.lock();
         loop {
             if let Some(outcome) = take(&mut state) {
@@ -180,7 +225,9 @@ impl<P: Process> JoinHandle<P> {
     ///
     /// Blocks the calling thread for at most `timeout`: `Duration::ZERO` looks
     /// once without waiting, and a timeout too large for the clock
-    /// (`Duration::MAX`) waits as [`join`](JoinHandle::join) does.
+    /// (`Duration::MAX`) waits as [`join`](JoinHandle::join) does. On a
+    /// simulated scheduler, drives the simulation for at most `timeout` of
+    /// virtual time (returning at once if it goes idle first).
     ///
     /// # Panics
     ///
@@ -189,6 +236,19 @@ impl<P: Process> JoinHandle<P> {
     /// never blocks).
     pub fn join_timeout(self, timeout: Duration) -> Result<Outcome<P>, Self> {
         refuse_blocking("JoinHandle::join_timeout", "await the handle instead");
+        if let Some(driver) = &self.driver {
+            let nanos = u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX);
+            let until = driver.now().saturating_add(nanos).min(u64::MAX - 1);
+            self.drive("JoinHandle::join_timeout", until);
+            let mut state = self.cell.lock();
+            return match take(&mut state) {
+                Some(outcome) => Ok(outcome),
+                None => {
+                    drop(state);
+                    Err(self)
+                }
+            };
+        }
         let deadline = crate::sched::core::clock::deadline(timeout);
         {
             let mut state = self.cell.lock();

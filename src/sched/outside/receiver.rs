@@ -104,6 +104,11 @@ impl<P: Process> Receiver<P> {
     /// may call it. A step receives its messages as events.
     pub fn recv(&self) -> Result<P::Message, RecvError> {
         refuse_blocking("Receiver::recv", "await `Receiver::recv_async` instead");
+        crate::sched::simulation::refuse_simulated(
+            &self.shared,
+            "Receiver::recv",
+            "drive it (Scheduler::run_until), then Receiver::try_recv",
+        );
         let mut state = self.inbox.lock();
         loop {
             if let Some(message) = state.queue.pop_front() {
@@ -158,6 +163,11 @@ impl<P: Process> Receiver<P> {
         refuse_blocking(
             "Receiver::recv_timeout",
             "await `Receiver::recv_async`, or use `Receiver::try_recv`",
+        );
+        crate::sched::simulation::refuse_simulated(
+            &self.shared,
+            "Receiver::recv_timeout",
+            "drive it (Scheduler::run_until), then Receiver::try_recv",
         );
         let deadline = crate::sched::core::clock::deadline(timeout);
         let mut state = self.inbox.lock();

@@ -57,6 +57,11 @@ impl<P: Process> Scheduler<P> {
             "Scheduler::blocking_send_timeout",
             "await `Scheduler::send_async`, or send from the step with `StepOutput::send`",
         );
+        crate::sched::simulation::refuse_simulated(
+            &self.shared,
+            "Scheduler::blocking_send_timeout",
+            "drive it, then Scheduler::send",
+        );
         let message = match self.send(to, message) {
             Err(SendError::Full(message)) => message,
             done => return done,

@@ -4,6 +4,7 @@ use crate::process::state::{Lifecycle, Notify, Wake};
 use crate::process::{Cancel, Event, Pid, Process};
 use crate::sched::core::table::Task;
 use crate::sched::shared::phase;
+use crate::sched::simulation::Limit;
 use crate::sched::Scheduler;
 use crate::sync::Ordering;
 use std::time::{Duration, Instant};
@@ -103,7 +104,8 @@ impl<P: Process> Scheduler<P> {
             return report;
         }
         let shared = &*self.shared;
-        let deadline = crate::sched::core::clock::deadline(timeout);
+        // On the virtual clock under a simulation.
+        let deadline = shared.timers.clock.deadline_in(timeout);
         let completed_before = shared.core.table.closed();
         shared.core.set_phase(phase::STOPPING);
         shared.trace_phase("stopping");
@@ -142,10 +144,7 @@ impl<P: Process> Scheduler<P> {
         // timeout, the forced scan below close it).
         let mut left = 0;
         // (With a zero timeout the deadline has passed: one look.)
-        if !shared
-            .stopping
-            .wait_until(deadline, || shared.core.table.live() == 0)
-        {
+        if !self.wait_for_no_live(deadline) {
             report.timed_out = true;
             shared.core.set_phase(phase::FORCING);
             shared.trace_phase("forcing");
@@ -154,14 +153,11 @@ impl<P: Process> Scheduler<P> {
             // longer while closes still make progress: processes queued to be
             // closed are not stuck, only a step that never returns is (on a
             // loaded machine 10,000 queued closes can outlast a short grace).
-            let mut grace =
-                crate::sched::core::clock::deadline(timeout.max(Duration::from_millis(100)));
+            let clock = &shared.timers.clock;
+            let mut grace = clock.deadline_in(timeout.max(Duration::from_millis(100)));
             left = shared.core.table.live();
             loop {
-                if shared
-                    .stopping
-                    .wait_until(grace, || shared.core.table.live() == 0)
-                {
+                if self.wait_for_no_live(grace) {
                     left = 0;
                     break;
                 }
@@ -171,7 +167,7 @@ impl<P: Process> Scheduler<P> {
                     break;
                 }
                 left = now;
-                grace = Instant::now() + Duration::from_millis(100);
+                grace = clock.instant() + Duration::from_millis(100);
             }
         }
         // Relaxed: every close that `live()` (Acquire loads of the closed
@@ -206,6 +202,9 @@ impl<P: Process> Scheduler<P> {
             for handle in self.threads().drain(..) {
                 let _ = handle.join();
             }
+            if let Some(driver) = &self.simulation {
+                driver.finish(); // its workers end as threads would
+            }
             shared.trace_phase("joined");
             // SAFETY: every worker has exited and `withdraw` never pops, so
             // this thread is every mailbox's only consumer. (A sender that
@@ -227,6 +226,24 @@ impl<P: Process> Scheduler<P> {
         report.worker_panics = shared.totals.worker_panics.load(Ordering::Relaxed);
         *stored = Some(report);
         report
+    }
+
+    /// Waits until no process is live or `deadline` passes; says which.
+    /// A simulation is driven meanwhile, on its virtual clock; one that
+    /// goes idle with processes live has nothing more to run before the
+    /// deadline, so the wait gives up at once.
+    fn wait_for_no_live(&self, deadline: Instant) -> bool {
+        let shared = &*self.shared;
+        let Some(driver) = &self.simulation else {
+            return (shared.stopping).wait_until(deadline, || shared.core.table.live() == 0);
+        };
+        let limit = Limit {
+            until: shared.timers.clock.nanos(deadline),
+            ..Limit::NONE
+        };
+        let mut none_live = || shared.core.table.live() == 0;
+        driver.run("Scheduler::shutdown", limit, &mut none_live);
+        none_live()
     }
 
     /// Queues every waiting process so that a worker closes it (FORCING).

@@ -8,7 +8,7 @@ use crate::sched::error::SendError;
 use crate::sched::scheduler::Scheduler;
 use crate::sched::shared::{phase, Shared};
 use crate::sched::timer::cancel::TimerRef;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Whether `event` was made by a timer (an `Event::Timer`, or a command's
 /// `TimedOut` completion): such an event that reaches no process is
@@ -117,7 +117,7 @@ impl<P: Process> Scheduler<P> {
         // likely to be the one to run it when the message comes.
         let worker = slot.figures.last_worker_hint() % shared.core.remotes.len();
         let clock = &shared.timers.clock;
-        let nanos = clock.nanos(Instant::now()); // one clock read
+        let nanos = clock.nanos(clock.instant()); // one clock read
         let (now, deadline) = (
             nanos >> TICK_SHIFT,
             TimerClock::deadline_after(nanos, delay),

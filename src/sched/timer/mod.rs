@@ -301,70 +301,7 @@ pub(crate) fn earliest<M>(wheels: &[TimerWheel<M>]) -> u64 {
 pub(crate) use clock::TimerClock;
 
 #[cfg(not(loom))]
-mod clock {
-    use super::wheel::{TICK_NANOS, TICK_SHIFT};
-    use std::time::{Duration, Instant};
-
-    /// Converts between `Instant`s and wheel ticks (since the scheduler
-    /// started).
-    pub(crate) struct TimerClock {
-        origin: Instant,
-    }
-
-    impl TimerClock {
-        pub(crate) fn new() -> Self {
-            TimerClock {
-                origin: Instant::now(),
-            }
-        }
-
-        /// The current tick (rounded down: a deadline tick `<=` it has
-        /// passed).
-        #[inline]
-        pub(crate) fn now(&self) -> u64 {
-            self.tick(Instant::now())
-        }
-
-        /// The tick of `at`, rounded down (as [`TimerClock::now`]).
-        #[inline]
-        pub(crate) fn tick(&self, at: Instant) -> u64 {
-            self.nanos(at) >> TICK_SHIFT
-        }
-
-        /// Nanoseconds from the origin to `at` (saturated).
-        #[inline]
-        pub(crate) fn nanos(&self, at: Instant) -> u64 {
-            let since = at.saturating_duration_since(self.origin);
-            u64::try_from(since.as_nanos()).unwrap_or(u64::MAX)
-        }
-
-        /// The tick of `at`, rounded up (a timer never fires early).
-        pub(crate) fn deadline(&self, at: Instant) -> u64 {
-            self.nanos(at).div_ceil(TICK_NANOS)
-        }
-
-        /// The tick `after` past `nanos` (a [`TimerClock::nanos`] reading),
-        /// rounded up: [`TimerClock::deadline`] of that instant plus
-        /// `after`, without converting a second `Instant` (saturated).
-        #[inline]
-        pub(crate) fn deadline_after(nanos: u64, after: Duration) -> u64 {
-            let after = u64::try_from(after.as_nanos()).unwrap_or(u64::MAX);
-            nanos.saturating_add(after).div_ceil(TICK_NANOS)
-        }
-
-        /// How long from `now` until tick `tick` (zero if passed).
-        pub(crate) fn until(&self, tick: u64, now: Instant) -> Duration {
-            let at = Duration::from_nanos(tick.saturating_mul(TICK_NANOS));
-            let since = now.saturating_duration_since(self.origin);
-            at.saturating_sub(since)
-        }
-
-        /// How many nanoseconds tick `now` is past tick `deadline`.
-        pub(crate) fn late_nanos(deadline: u64, now: u64) -> u64 {
-            now.saturating_sub(deadline).saturating_mul(TICK_NANOS)
-        }
-    }
-}
+mod clock;
 
 /// The scheduler's timers: the clock and one wheel per worker.
 #[cfg(not(loom))]
@@ -378,9 +315,9 @@ pub(crate) struct Timers<M> {
 
 #[cfg(not(loom))]
 impl<M> Timers<M> {
-    pub(crate) fn new(workers: usize) -> Self {
+    pub(crate) fn new(workers: usize, simulated: bool) -> Self {
         Timers {
-            clock: TimerClock::new(),
+            clock: TimerClock::new(simulated),
             wheels: (0..workers).map(|_| TimerWheel::new()).collect(),
             cancelled_by_shutdown: AtomicU64::new(0),
         }
@@ -537,7 +474,7 @@ mod tests {
 
     #[test]
     fn a_deadline_after_a_reading_is_that_of_the_instant_after_it() {
-        let clock = TimerClock::new();
+        let clock = TimerClock::new(false);
         let now = Instant::now() + Duration::from_nanos(12_345);
         for nanos in [0, 1, 16_383, 16_384, 16_385, 1_000_000, 3_600_000_000_007] {
             let after = Duration::from_nanos(nanos);

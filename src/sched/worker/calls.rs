@@ -17,7 +17,7 @@ use crate::sched::shared::Refusal;
 use crate::sched::timer::wheel::{TimerKind, TICK_SHIFT};
 use crate::sched::timer::{Record, TimerClock};
 use crate::sync::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 impl<P: Process> Local<P> {
     /// Applies the step's calls and replies, in order. A call whose
@@ -117,7 +117,7 @@ impl<P: Process> Local<P> {
             return false;
         }
         let clock = &self.shared.timers.clock;
-        let nanos = *now.get_or_insert_with(|| clock.nanos(Instant::now()));
+        let nanos = *now.get_or_insert_with(|| clock.nanos(clock.instant()));
         let deadline = TimerClock::deadline_after(nanos, timeout);
         let wheel = &self.shared.timers.wheels[self.index];
         match wheel.insert(

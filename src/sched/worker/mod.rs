@@ -64,7 +64,7 @@ use core::cell::RefCell;
 use parts::{LinkBuffers, Observing, Parking, Queues, Scratch, TimerBuffers};
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 mod calls;
 mod close;
@@ -78,7 +78,10 @@ mod receive;
 mod signals;
 mod step;
 mod timers;
+mod turn;
 mod warm;
+
+pub(crate) use turn::Turn;
 
 /// How many times in a row `runnext` may run before it must queue behind
 /// the local deque: two processes messaging each other forever would

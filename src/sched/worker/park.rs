@@ -66,7 +66,7 @@ impl<P: Process> Local<P> {
         let next = self.earliest_timer();
         if next != NEVER {
             let clock = &shared.timers.clock;
-            let now = Instant::now();
+            let now = clock.instant();
             if next <= clock.tick(now) {
                 shared.core.idle.cancel_park(self.index);
                 self.poll_all_timers();

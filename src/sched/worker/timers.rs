@@ -15,7 +15,7 @@ use crate::sched::shared::phase;
 use crate::sched::timer::wheel::{TimerKind, TICK_NANOS, TICK_SHIFT};
 use crate::sched::timer::{earliest, Firing, Record, TimerClock, LATE_NANOS, NEVER};
 use crate::sync::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 impl<P: Process> Local<P> {
     /// Applies the step's timer operations to the process `pid` (which we
@@ -44,7 +44,7 @@ impl<P: Process> Local<P> {
         let clock = &shared.timers.clock;
         // One clock read for the step, and for the next turn's poll of
         // this worker's wheel (`Local::timer_tick`).
-        let now = clock.nanos(Instant::now());
+        let now = clock.nanos(clock.instant());
         let now_tick = now >> TICK_SHIFT;
         self.timers.timer_tick = Some((self.queues.tick, now_tick));
         let mut lowered = false;
