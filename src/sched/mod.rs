@@ -111,6 +111,6 @@ pub use scheduler::Scheduler;
 #[cfg(not(loom))]
 pub use shutdown::ShutdownReport;
 #[cfg(not(loom))]
-pub use simulation::{Run, Stopped, SIMULATED_STEP};
+pub use simulation::{Faults, Run, Stopped, SIMULATED_STEP};
 #[cfg(not(loom))]
 pub use timer::cancel::TimerRef;

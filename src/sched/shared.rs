@@ -59,6 +59,8 @@ pub(crate) struct Config {
     pub(crate) blocking: PoolConfig,
     /// The seed, if this scheduler is a simulation (`simulation/`).
     pub(crate) simulation: Option<u64>,
+    /// The faults a simulation injects.
+    pub(crate) faults: crate::sched::simulation::Thresholds,
 }
 
 /// Why an event was refused before it was queued.

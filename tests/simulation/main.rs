@@ -10,6 +10,7 @@
 //! cargo test --test simulation
 //! ```
 
+mod faults;
 mod system;
 
 use std::collections::HashSet;

@@ -3,6 +3,7 @@
 
 use super::Builder;
 use crate::process::Process;
+use crate::sched::simulation::Faults;
 use core::fmt;
 use std::io;
 
@@ -62,6 +63,13 @@ impl<P: Process> Builder<P> {
         if let Some((_, why)) = zero.iter().find(|(refused, _)| *refused) {
             return Err(refusal(why));
         }
+        if self.simulation.is_none() && self.faults != Faults::new() {
+            return Err(refusal(
+                "simulation_faults(..) without simulation(..): faults are injected only \
+                 into a simulation",
+            ));
+        }
+        self.faults.check()?;
         if self.simulation.is_some() && self.monitor.is_some() {
             return Err(refusal(
                 "simulation(..) with long_step_monitor(..): the monitor is a thread of real \
@@ -119,6 +127,8 @@ impl<P: Process> fmt::Debug for Builder<P> {
                 "long_step_threshold",
                 &self.monitor.as_ref().map(|m| m.threshold),
             )
+            .field("simulation", &self.simulation)
+            .field("simulation_faults", &self.faults)
             .finish_non_exhaustive()
     }
 }

@@ -7,6 +7,7 @@ use crate::sched::commands::blocking::{
 use crate::sched::commands::handler::Handlers;
 use crate::sched::observe::monitor::{LongStep, MonitorConfig};
 use crate::sched::shared::{Config, Hooks};
+use crate::sched::simulation::Faults;
 use crate::sched::Scheduler;
 use std::io;
 use std::time::Duration;
@@ -67,6 +68,8 @@ pub struct Builder<P: Process> {
     blocking_keep_alive: Duration,
     /// The seed of a simulation (`simulation/api.rs`), if it is one.
     pub(crate) simulation: Option<u64>,
+    /// The faults it injects.
+    pub(crate) faults: Faults,
 }
 
 impl<P: Process> Builder<P> {
@@ -91,6 +94,7 @@ impl<P: Process> Builder<P> {
             max_blocking_threads: DEFAULT_MAX_BLOCKING_THREADS,
             blocking_keep_alive: DEFAULT_BLOCKING_KEEP_ALIVE,
             simulation: None,
+            faults: Faults::new(),
         }
     }
 
@@ -514,6 +518,7 @@ impl<P: Process> Builder<P> {
                 simulated: self.simulation.is_some(),
             },
             simulation: self.simulation,
+            faults: self.faults.thresholds(),
         };
         Scheduler::start(
             config,

@@ -298,11 +298,18 @@ impl<J: Run> Pool<J> {
     /// Runs the queued command at `pick` (below
     /// [`simulated_jobs`](Pool::simulated_jobs)) on this thread: a
     /// simulation's pool thread, which completes its commands in any order.
-    pub(crate) fn run_simulated(&self, pick: usize) {
+    /// `fail`: an injected fault (`Faults::failed_commands`) completes it
+    /// with `CommandError::Failed` instead.
+    pub(crate) fn run_simulated(&self, pick: usize, fail: bool) {
         let mut state = self.lock();
         let Some(job) = state.queue.remove(pick) else {
             return;
         };
+        if fail {
+            drop(state);
+            let why = "stepsched simulation: an injected fault";
+            return job.refuse(CommandError::Failed(why.into()));
+        }
         state.running += 1;
         drop(state);
         job.run();

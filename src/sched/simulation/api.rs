@@ -1,7 +1,7 @@
 //! The simulation's public face: [`Builder::simulation`], the driving
 //! methods of [`Scheduler`], and what a drive reports ([`Run`]).
 
-use super::{Drive, Driver, Limit, Run};
+use super::{Drive, Driver, Faults, Limit, Run};
 use crate::process::Process;
 use crate::sched::{Builder, Scheduler};
 use std::sync::Arc;
@@ -63,6 +63,41 @@ impl<P: Process> Builder<P> {
     /// ```
     pub fn simulation(mut self, seed: u64) -> Self {
         self.simulation = Some(seed);
+        self
+    }
+}
+
+impl<P: Process> Builder<P> {
+    /// The faults a [simulation](Builder::simulation) injects, drawn from
+    /// its seed: crashed processes, failed blocking commands ([`Faults`]).
+    /// [`build`](Builder::build) refuses faults without a simulation, and a
+    /// probability outside `0..=1`.
+    ///
+    /// ```
+    /// # use stepsched::process::{Event, NoCommand, Process, StepOutput, Status};
+    /// # struct Spinner;
+    /// # impl Process for Spinner {
+    /// #     type Input = (); type Message = (); type Command = NoCommand;
+    /// #     type Reply = (); type Output = (); type Error = ();
+    /// #     fn init(&mut self, _: &str, _: ()) -> Result<(), ()> { Ok(()) }
+    /// #     fn step(&mut self, _: &mut Vec<Event<Self>>, out: &mut StepOutput<'_, Self>) -> Result<(), ()> {
+    /// #         out.set_status(Status::Continue); Ok(())
+    /// #     }
+    /// # }
+    /// use stepsched::process::ProcessError;
+    /// use stepsched::sched::{Faults, Scheduler};
+    ///
+    /// let scheduler = Scheduler::builder()
+    ///     .simulation(1)
+    ///     .simulation_faults(Faults::new().crash_per_step(0.01))
+    ///     .build()
+    ///     .unwrap();
+    /// // A process that never ends by itself is crashed within a few hundred steps.
+    /// let spinner = scheduler.submit_joinable(Spinner, "spin", ()).unwrap();
+    /// assert_eq!(spinner.join(), Err(ProcessError::Terminated));
+    /// ```
+    pub fn simulation_faults(mut self, faults: Faults) -> Self {
+        self.faults = faults;
         self
     }
 }

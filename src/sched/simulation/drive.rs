@@ -40,6 +40,9 @@ pub struct Run {
     pub steps: u64,
     /// Why the drive stopped.
     pub stopped: Stopped,
+    /// Processes crashed by [`Faults::crash_per_step`](crate::sched::Faults::crash_per_step)
+    /// during the drive.
+    pub crashes: u64,
 }
 
 /// Why a drive of a simulated scheduler stopped.

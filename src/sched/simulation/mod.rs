@@ -67,7 +67,9 @@
 //!   with a driving method, then use the non-blocking forms (`try_recv`,
 //!   `send`, `JoinSet::try_join_next`).
 
-use crate::process::Process;
+use crate::process::state::Lifecycle;
+use crate::process::{Pid, Process};
+use crate::sched::links::Signal;
 use crate::sched::shared::Shared;
 use crate::sched::timer::{earliest, TimerClock, NEVER};
 use crate::sched::worker::{Local, Turn};
@@ -77,10 +79,13 @@ use std::time::Duration;
 
 mod api;
 pub(crate) mod drive;
+mod faults;
 mod rng;
 
 pub(crate) use drive::{Drive, Limit};
 pub use drive::{Run, Stopped};
+pub use faults::Faults;
+pub(crate) use faults::Thresholds;
 
 /// The virtual time a step of a simulation takes: 1 µs. Time moves while
 /// processes run, so a process that polls for a deadline with `Continue`
@@ -163,6 +168,7 @@ impl<P: Process> Driver<P> {
         }
         let clock = self.clock();
         let start = state.steps;
+        let mut faults = 0;
         let stopped = loop {
             if done() {
                 break Stopped::Done;
@@ -176,6 +182,11 @@ impl<P: Process> Driver<P> {
             match state.turn(&self.shared) {
                 Turn::Ran => {
                     state.steps += 1;
+                    if let Some(threshold) = self.shared.config.faults.crash {
+                        if state.rng.next_u64() < threshold && self.crash_one(&mut state.rng) {
+                            faults += 1;
+                        }
+                    }
                     clock.advance_to(self.now().saturating_add(STEP_NANOS));
                     continue;
                 }
@@ -197,7 +208,32 @@ impl<P: Process> Driver<P> {
         Run {
             steps: state.steps - start,
             stopped,
+            crashes: faults,
         }
+    }
+
+    /// Kills one live process chosen by `rng` (`Faults::crash_per_step`);
+    /// whether one was there to kill.
+    fn crash_one(&self, rng: &mut Rng) -> bool {
+        let table = &self.shared.core.table;
+        let spared: Vec<Pid> = (self.shared.config.faults.spared.iter())
+            .filter_map(|name| self.shared.whereis(name))
+            .collect();
+        let live: Vec<Pid> = (table.slots())
+            .filter_map(|slot| {
+                let state = slot.state.load();
+                let ended = matches!(state.lifecycle(), Lifecycle::Free | Lifecycle::Complete);
+                let pid = Pid::new(slot.pid().index(), state.generation());
+                (!ended && !spared.contains(&pid)).then_some(pid)
+            })
+            .collect();
+        if live.is_empty() {
+            return false;
+        }
+        let pid = live[rng.below(live.len())];
+        (self.shared)
+            .deliver_exit(pid, Signal::Kill(Pid::OUTSIDE))
+            .is_ok()
     }
 
     /// The virtual nanoseconds since the scheduler started.
@@ -259,7 +295,8 @@ impl<P: Process> State<P> {
             let actor = (first + k) % actors;
             if actor == workers {
                 let pick = self.rng.below(jobs);
-                pool.run_simulated(pick);
+                let fail = (shared.config.faults.fail).is_some_and(|t| self.rng.next_u64() < t);
+                pool.run_simulated(pick, fail);
                 return Turn::Ran;
             }
             match self.locals[actor].turn() {
