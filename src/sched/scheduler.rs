@@ -25,7 +25,7 @@ use crate::sched::shared::{phase, Config, Hooks, Refusal, Shared};
 use crate::sched::shutdown::ShutdownReport;
 use crate::sched::simulation::Driver;
 use crate::sched::worker::Local;
-use crate::sync::Ordering;
+use crate::sync::{AtomicU64, Ordering};
 use core::fmt;
 use std::io;
 use std::sync::{Arc, Mutex};
@@ -97,7 +97,10 @@ impl<P: Process> Scheduler<P> {
     ) -> io::Result<Self> {
         let config_workers = config.workers;
         let blocking = Arc::new(Pool::new(config.blocking.clone()));
-        let trace = (config.trace).map(|capacity| Tracing::new(config.workers, capacity));
+        // A simulation's virtual time: its timers' clock and its trace's.
+        let simulated = (config.simulation).map(|_| Arc::new(AtomicU64::new(0)));
+        let trace = (config.trace)
+            .map(|capacity| Tracing::new(config.workers, capacity, simulated.clone()));
         let deques: Vec<Worker<Task<P>>> = (0..config.workers).map(|_| Worker::new()).collect();
         let remotes = deques
             .iter()
@@ -123,7 +126,7 @@ impl<P: Process> Scheduler<P> {
             totals: Totals::default(),
             trace,
             room: crate::sched::bound::Room::new(),
-            timers: crate::sched::timer::Timers::new(config_workers, config.simulation.is_some()),
+            timers: crate::sched::timer::Timers::new(config_workers, simulated),
             stopping: crate::sched::shutdown::stopping::Stopping::new(),
             registry: crate::sched::registry::Registry::new(),
             kinds: if config.count_kinds {

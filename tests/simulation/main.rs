@@ -318,3 +318,53 @@ fn the_blocking_waits_that_do_not_drive_it_panic_instead_of_waiting_for_ever() {
     scheduler.run_until_idle();
     assert_eq!(receiver.try_recv(), Ok(()));
 }
+
+/// The whole trace of one seed's run, as Chrome trace-event JSON.
+fn traced(seed: u64) -> String {
+    let scheduler = Scheduler::builder()
+        .simulation(seed)
+        .trace(1 << 16)
+        .build()
+        .unwrap();
+    let handles: Vec<_> = (1..=20u64)
+        .map(|i| {
+            let sleeper = Sleeper {
+                after: Duration::from_millis(i * 7),
+                stubborn: false,
+            };
+            scheduler.submit_joinable(sleeper, "sleep", ()).unwrap()
+        })
+        .collect();
+    for handle in handles {
+        handle.join().unwrap();
+    }
+    scheduler.shutdown(Duration::from_secs(1));
+    let mut json = Vec::new();
+    let trace = scheduler.trace().expect("a trace");
+    trace.write_chrome_json(&mut json).unwrap();
+    String::from_utf8(json).unwrap()
+}
+
+#[test]
+fn the_trace_is_in_virtual_time_and_one_seed_gives_one_trace() {
+    let first = traced(4);
+    assert!(first.contains("\"ts\""), "{first}");
+    assert_eq!(first, traced(4));
+    assert_ne!(first, traced(5));
+    // Stamped on the virtual clock: the last sleeper woke at 140 ms, and
+    // nothing is stamped a virtual second later.
+    // Stamped on the virtual clock: the first sleeper (7 ms) completes at
+    // its deadline rounded up to the wheel's 16.384 µs tick, 7,012.352 µs,
+    // exactly; the shutdown begins when the last one (140 ms) has ended.
+    let completes = first.lines().filter(|l| l.contains("\"complete\""));
+    let first_complete = completes.map(|l| l.to_owned()).next().unwrap();
+    assert!(
+        first_complete.contains("\"ts\":7012.352"),
+        "{first_complete}"
+    );
+    let stopping = first
+        .lines()
+        .find(|l| l.contains("shutdown: stopping"))
+        .unwrap();
+    assert!(stopping.contains("\"ts\":140"), "{stopping}");
+}

@@ -19,14 +19,18 @@
 //! counter slightly behind. The exporter clamps each track to its last
 //! value, so a track's timestamps never go back.
 
+use crate::sync::{Arc, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-/// The clock the tracer stamps records with. Copied into every ring.
-#[derive(Debug, Clone, Copy)]
+/// The clock the tracer stamps records with. Cloned into every ring.
+#[derive(Debug, Clone)]
 pub(crate) struct Ticks {
     /// Whether readings are TSC ticks (else `Instant` ns since `epoch`).
     tsc: bool,
     epoch: Instant,
+    /// A simulation's virtual nanoseconds (`timer/clock.rs`), which its
+    /// trace is stamped with instead.
+    simulated: Option<Arc<AtomicU64>>,
 }
 
 impl Ticks {
@@ -35,12 +39,27 @@ impl Ticks {
         Ticks {
             tsc: invariant_tsc(),
             epoch: Instant::now(),
+            simulated: None,
+        }
+    }
+
+    /// A clock that reads a simulation's virtual time, in nanoseconds
+    /// (so its calibration is the identity).
+    pub(crate) fn simulated(time: Arc<AtomicU64>) -> Self {
+        Ticks {
+            tsc: false,
+            epoch: Instant::now(),
+            simulated: Some(time),
         }
     }
 
     /// The current reading: TSC ticks, or nanoseconds since the start.
     #[inline]
     pub(crate) fn now(&self) -> u64 {
+        if let Some(time) = &self.simulated {
+            // Relaxed: see `TimerClock::simulated`.
+            return time.load(Ordering::Relaxed);
+        }
         #[cfg(all(target_arch = "x86_64", not(miri)))]
         if self.tsc {
             // SAFETY: `rdtsc` exists on every x86_64 CPU and only reads the
@@ -105,7 +124,7 @@ impl Calibration {
     /// Takes the start pair now.
     pub(crate) fn start(clock: &Ticks) -> CalibrationStart {
         CalibrationStart {
-            clock: *clock,
+            clock: clock.clone(),
             pair: clock.tsc.then(|| clock.pair()),
         }
     }
@@ -118,7 +137,7 @@ impl Calibration {
 }
 
 /// The first half of a [`Calibration`]: the pair taken at the start.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct CalibrationStart {
     clock: Ticks,
     pair: Option<(Instant, u64)>,

@@ -82,7 +82,7 @@
 use crate::padded::CachePadded;
 use crate::process::{Name, Pid};
 use crate::sched::observe::ticks::{Calibration, CalibrationStart, Ticks};
-use crate::sync::{Arc, AtomicBool, Mutex, Ordering};
+use crate::sync::{Arc, AtomicBool, AtomicU64, Mutex, Ordering};
 use std::collections::HashMap;
 use std::io::{self, Write};
 
@@ -288,11 +288,12 @@ pub(crate) struct Tracing {
 }
 
 impl Tracing {
-    pub(crate) fn new(workers: usize, capacity: usize) -> Self {
-        let clock = Ticks::new();
+    /// `simulated`: a simulation's virtual time, which stamps its records.
+    pub(crate) fn new(workers: usize, capacity: usize, simulated: Option<Arc<AtomicU64>>) -> Self {
+        let clock = simulated.map_or_else(Ticks::new, Ticks::simulated);
         Tracing {
-            clock,
             calibration: Calibration::start(&clock),
+            clock,
             capacity,
             enabled: Arc::new(CachePadded(AtomicBool::new(true))),
             rings: Mutex::new((0..workers).map(|_| None).collect()),
@@ -310,7 +311,7 @@ impl Tracing {
 
     /// A new ring for a worker, on this tracer's clock and switch.
     pub(crate) fn ring(&self) -> Ring {
-        Ring::new(self.clock, self.capacity, Arc::clone(&self.enabled))
+        Ring::new(self.clock.clone(), self.capacity, Arc::clone(&self.enabled))
     }
 
     /// Worker `index`, exiting, leaves its ring.

@@ -2,7 +2,7 @@
 //! simulation's virtual one.
 
 use super::wheel::{TICK_NANOS, TICK_SHIFT};
-use crate::sync::{AtomicU64, Ordering};
+use crate::sync::{Arc, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// Converts between `Instant`s and wheel ticks (since the scheduler
@@ -15,16 +15,16 @@ pub(crate) struct TimerClock {
     /// `origin`. Relaxed everywhere: one thread drives a simulation,
     /// and it is the only one that reads or moves this time (other
     /// threads' reads are its own calls' or a stale `processes` dump's).
-    simulated: Option<AtomicU64>,
+    simulated: Option<Arc<AtomicU64>>,
 }
 
 impl TimerClock {
-    /// A clock on the OS's time (`simulated: false`) or on virtual
-    /// time starting at zero.
-    pub(crate) fn new(simulated: bool) -> Self {
+    /// A clock on the OS's time (`simulated: None`) or on a simulation's
+    /// virtual time, nanoseconds from zero (shared with its tracer).
+    pub(crate) fn new(simulated: Option<Arc<AtomicU64>>) -> Self {
         TimerClock {
             origin: Instant::now(),
-            simulated: simulated.then(|| AtomicU64::new(0)),
+            simulated,
         }
     }
 

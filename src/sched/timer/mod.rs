@@ -315,7 +315,7 @@ pub(crate) struct Timers<M> {
 
 #[cfg(not(loom))]
 impl<M> Timers<M> {
-    pub(crate) fn new(workers: usize, simulated: bool) -> Self {
+    pub(crate) fn new(workers: usize, simulated: Option<crate::sync::Arc<AtomicU64>>) -> Self {
         Timers {
             clock: TimerClock::new(simulated),
             wheels: (0..workers).map(|_| TimerWheel::new()).collect(),
@@ -474,7 +474,7 @@ mod tests {
 
     #[test]
     fn a_deadline_after_a_reading_is_that_of_the_instant_after_it() {
-        let clock = TimerClock::new(false);
+        let clock = TimerClock::new(None);
         let now = Instant::now() + Duration::from_nanos(12_345);
         for nanos in [0, 1, 16_383, 16_384, 16_385, 1_000_000, 3_600_000_000_007] {
             let after = Duration::from_nanos(nanos);
