@@ -212,6 +212,7 @@ mod tests {
         check_conversion(Ticks {
             tsc: false,
             epoch: Instant::now(),
+            simulated: None,
         });
     }
 
