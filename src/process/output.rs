@@ -34,6 +34,9 @@ pub(crate) trait Spawner<P: Process>: super::registry::Names {
         input: P::Input,
         options: &SpawnOptions,
     ) -> Result<Pid, SpawnError<P>>;
+
+    /// The scheduler's time (`StepOutput::now`).
+    fn now(&self) -> std::time::Instant;
 }
 
 /// What [`StepOutput::spawn`] spawns with: a static, so that a spawn

@@ -33,6 +33,46 @@ pub(crate) enum TimerOp {
 }
 
 impl<P: Process> StepOutput<'_, P> {
+    /// The scheduler's time: the OS clock's `Instant::now()`, or under a
+    /// [simulation](crate::sched::Builder::simulation) its virtual time (as
+    /// an `Instant` past the scheduler's start). The clock the timers run
+    /// on: a step that measures time with it, instead of `Instant::now`,
+    /// replays under a simulation.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use stepsched::process::{Event, NoCommand, Process, StepOutput};
+    /// use stepsched::sched::Scheduler;
+    ///
+    /// /// Sleeps a minute, then ends with how long it slept.
+    /// #[derive(Default)]
+    /// struct Nap(Option<std::time::Instant>);
+    /// impl Process for Nap {
+    ///     type Input = (); type Message = (); type Command = NoCommand;
+    ///     type Reply = (); type Output = Duration; type Error = ();
+    ///     fn init(&mut self, _: &str, _: ()) -> Result<(), ()> { Ok(()) }
+    ///     fn step(&mut self, _: &mut Vec<Event<Self>>, out: &mut StepOutput<'_, Self>)
+    ///         -> Result<(), ()> {
+    ///         match self.0 {
+    ///             None => {
+    ///                 self.0 = Some(out.now());
+    ///                 out.wake_after(0, Duration::from_secs(60));
+    ///             }
+    ///             Some(start) => out.done(out.now() - start),
+    ///         }
+    ///         Ok(())
+    ///     }
+    /// }
+    ///
+    /// let simulated = Scheduler::builder().simulation(1).build().unwrap();
+    /// let nap = simulated.submit_joinable(Nap::default(), "nap", ()).unwrap();
+    /// let slept = nap.join().unwrap(); // at once: a virtual minute
+    /// assert!(slept >= Duration::from_secs(60) && slept < Duration::from_secs(61));
+    /// ```
+    pub fn now(&self) -> Instant {
+        self.spawner.now()
+    }
+
     /// Asks for an [`Event::Timer { tag }`](super::Event::Timer) in a step
     /// at or after `after` from now. The process may return any status
     /// meanwhile; the timer wakes it from `Idle` or `Wait`, as a message

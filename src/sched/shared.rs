@@ -356,6 +356,10 @@ pub(crate) struct LocalSpawner<'a, P: Process> {
 }
 
 impl<P: Process> Spawner<P> for LocalSpawner<'_, P> {
+    fn now(&self) -> std::time::Instant {
+        self.shared.timers.clock.instant()
+    }
+
     fn spawn(
         &self,
         process: P,

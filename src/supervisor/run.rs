@@ -29,8 +29,11 @@ pub struct Supervisor<P: Process> {
     started: bool,
     /// Its own exit is sent: nothing more to do.
     exited: bool,
-    /// When each restart within the period happened, oldest first.
+    /// When each restart within the period happened, oldest first (on the
+    /// scheduler's clock, `StepOutput::now`).
     restarts: VecDeque<Instant>,
+    /// The scheduler's time at the current step's start.
+    now: Option<Instant>,
     /// Children to stop, next first (reverse start order).
     stop_queue: VecDeque<usize>,
     /// The child being stopped: its index, PID and kill timer's tag.
@@ -70,6 +73,7 @@ impl<P: Process> Supervisor<P> {
             started: false,
             exited: false,
             restarts: VecDeque::new(),
+            now: None,
             stop_queue: VecDeque::new(),
             stopping: None,
             then: Then::Nothing,
@@ -148,7 +152,7 @@ impl<P: Process> Supervisor<P> {
     /// Counts a restart; `false` (and the supervisor ending) if it exceeds
     /// the intensity.
     fn count_restart(&mut self) -> bool {
-        let now = Instant::now();
+        let now = self.now.unwrap_or_else(Instant::now);
         let period = self.spec().period;
         while (self.restarts.front()).is_some_and(|&t| now.duration_since(t) >= period) {
             self.restarts.pop_front();
@@ -294,6 +298,7 @@ impl<P: Process> Kind<P> for Supervisor<P> {
         if !self.started && !self.ending() {
             out.trap_exits(true);
         }
+        self.now = Some(out.now());
         for event in events.drain(..) {
             match event {
                 Event::Down { pid, reason } => {

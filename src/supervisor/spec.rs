@@ -300,7 +300,8 @@ impl<P: Process> SupervisorSpec<P> {
     /// [`ExitReason::Exit`]`("reached_max_restart_intensity")`. 0 restarts:
     /// the first child to need a restart ends the supervisor. A child's
     /// restart counts once however many children a strategy restarts with
-    /// it.
+    /// it. Time is the scheduler's ([`StepOutput::now`](crate::process::StepOutput::now)):
+    /// virtual under a [simulation](crate::sched::Builder::simulation).
     ///
     /// # Panics
     ///

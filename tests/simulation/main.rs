@@ -11,6 +11,7 @@
 //! ```
 
 mod faults;
+mod supervised;
 mod system;
 
 use std::collections::HashSet;
