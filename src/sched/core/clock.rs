@@ -107,7 +107,7 @@ impl CoarseClock {
 
 /// The longest wait a caller's `Duration` is taken for: a century, which
 /// every platform's `Instant` can add to now.
-const FOREVER: Duration = Duration::from_secs(100 * 365 * 24 * 60 * 60);
+pub(crate) const FOREVER: Duration = Duration::from_secs(100 * 365 * 24 * 60 * 60);
 
 /// The instant `timeout` from now, saturated: a timeout too large to add
 /// to the clock (`Duration::MAX`, say) waits as long as [`FOREVER`], that

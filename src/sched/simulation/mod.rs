@@ -29,12 +29,21 @@
 //! first, and whether a reply overtakes a third party's message, is the
 //! seed's choice.
 //!
+//! What the seed does not choose: a steal always takes half of its
+//! victim, as on threads; an inline handler runs right after the step
+//! that yielded its command, as on threads; and no worker parks, so a wake
+//! never waits for a parked worker (its cost in real time is not
+//! modelled, only its order). Faults are added on demand
+//! ([`Faults`]): crashes between steps and failed blocking commands.
+//!
 //! # Time
 //!
 //! The scheduler's clock is virtual: timers, `wake_after`, command and
 //! call timeouts, `send_after` and the driving methods' own timeouts read
 //! it. Each step moves it on by [`SIMULATED_STEP`]; when no worker has
-//! anything to do, it jumps to the earliest timer of any wheel. An hour of
+//! anything to do, it jumps to the earliest timer of any wheel, unless that
+//! timer is a century or more away (a `Duration::MAX` timeout saturates
+//! there: it waits for ever in practice): the simulation is then idle. An hour of
 //! timeouts runs in as many turns as there are timers.
 //!
 //! # What drives it
@@ -91,6 +100,10 @@ pub(crate) use faults::Thresholds;
 /// processes run, so a process that polls for a deadline with `Continue`
 /// sees it come.
 pub const SIMULATED_STEP: Duration = Duration::from_micros(1);
+
+/// How far ahead a timer is taken for never: the century every timeout
+/// saturates to (`core/clock.rs`).
+const FOREVER_NANOS: u64 = crate::sched::core::clock::FOREVER.as_nanos() as u64;
 
 /// [`SIMULATED_STEP`] in nanoseconds.
 const STEP_NANOS: u64 = SIMULATED_STEP.as_nanos() as u64;
@@ -199,6 +212,12 @@ impl<P: Process> Driver<P> {
                 break Stopped::Idle;
             }
             let at = TimerClock::tick_nanos(next);
+            if at.saturating_sub(self.now()) >= FOREVER_NANOS {
+                // A timer for never (`Duration::MAX` saturates to a century
+                // or more): jumping there would leave every later deadline
+                // saturated. Waiting for it is waiting for ever: idle.
+                break Stopped::Idle;
+            }
             if at > limit.until {
                 clock.advance_to(limit.until);
                 break Stopped::Time;

@@ -6,8 +6,10 @@
 use super::*;
 
 impl<P: Process> Local<P> {
-    /// Sources 1 to 5 of the module docs.
-    #[inline]
+    /// Sources 1 to 5 of the module docs. Always inlined: the worker loop
+    /// and a simulation's turn (`turn.rs`) both call it, and a second call
+    /// site would otherwise take it out of the loop, which costs a step.
+    #[inline(always)]
     pub(super) fn find_local(&mut self) -> Option<Task<P>> {
         self.queues.tick = self.queues.tick.wrapping_add(1);
         let interval = self.shared.config.global_queue_interval;
