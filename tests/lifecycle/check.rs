@@ -10,12 +10,44 @@ use super::*;
 /// A panic the hook recorded: (thread, message, file, line).
 pub(crate) type PanicRecord = (String, String, String, u32);
 
-/// Panics that are not deliberate ones, from any thread.
+/// Panics that are not deliberate ones, from any thread (but those of
+/// [`PANICS_HERE`]).
 pub(crate) static PANICS: Mutex<Vec<PanicRecord>> = Mutex::new(Vec::new());
+
+thread_local! {
+    /// On a thread that runs simulated rounds (every panic of one is on
+    /// the thread that drives it): its panics, kept apart from
+    /// [`PANICS`], so that rounds of other tests, which run at the same
+    /// time, neither take them nor give theirs.
+    pub(crate) static PANICS_HERE: RefCell<Option<Vec<PanicRecord>>> = const { RefCell::new(None) };
+}
+
+/// Records a panic: in [`PANICS_HERE`] if this thread keeps its own,
+/// else in [`PANICS`]; returns how many that list holds.
+pub(crate) fn record(panic: PanicRecord) -> usize {
+    let here = PANICS_HERE.try_with(|here| {
+        let mut here = here.try_borrow_mut().ok()?;
+        let list = here.as_mut()?;
+        list.push(panic.clone());
+        Some(list.len())
+    });
+    if let Ok(Some(n)) = here {
+        return n;
+    }
+    let mut panics = PANICS.lock().unwrap_or_else(|e| e.into_inner());
+    panics.push(panic);
+    panics.len()
+}
 
 /// Files the recorded panics as findings.
 pub(crate) fn panics(round: &Round) {
-    let records = std::mem::take(&mut *PANICS.lock().unwrap_or_else(|e| e.into_inner()));
+    let records = if round.simulated() {
+        PANICS_HERE.with(|here| here.borrow_mut().as_mut().map(std::mem::take))
+    } else {
+        None
+    };
+    let records = records
+        .unwrap_or_else(|| std::mem::take(&mut *PANICS.lock().unwrap_or_else(|e| e.into_inner())));
     for (thread, message, file, line) in records {
         let defect = classify_panic(&message, &file, &thread);
         let detail = format!("thread {thread} panicked at {file}:{line}: {message}");
