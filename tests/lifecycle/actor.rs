@@ -419,36 +419,6 @@ impl Actor {
     }
 }
 
-/// Books a submit or spawn by its result.
-pub(crate) fn started(
-    round: &Round,
-    serial: u64,
-    who: Who,
-    result: Result<Pid, SpawnError<Actor>>,
-) {
-    match result {
-        Ok(pid) => {
-            round.processes.mark(serial, ACCEPTED);
-            round.started.fetch_add(1, Ordering::Relaxed);
-            if who == Who::Plain {
-                // A watcher enters the registry in its first step.
-                round.registry.push(Target { pid, who, serial });
-            }
-        }
-        Err(e) => {
-            let back = e.into_process().serial;
-            if back != serial {
-                round.find(
-                    Check::Api,
-                    None,
-                    format!("spawn of {serial} handed back {back}"),
-                );
-            }
-            round.processes.mark(serial, REFUSED);
-        }
-    }
-}
-
 impl Process for Actor {
     type Input = Spec;
     type Message = Msg;

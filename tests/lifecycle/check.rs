@@ -61,7 +61,9 @@ fn reason_end(reason: &ExitReason) -> Option<End> {
         ExitReason::Done => End::Done,
         ExitReason::Failed(_) => End::Failed,
         ExitReason::Panicked(_) => End::Panicked,
-        ExitReason::Terminated | ExitReason::Linked(_) => End::Terminated,
+        // `Killed`: a crash the simulation injected (its outcome is
+        // `Terminated`).
+        ExitReason::Terminated | ExitReason::Linked(_) | ExitReason::Killed => End::Terminated,
         ExitReason::Shutdown => End::Shutdown,
         _ => return None, // NoProc: it ended before, or never was
     })
@@ -234,15 +236,16 @@ fn ended_by_themselves(
 }
 
 /// In a round where a known defect killed a thread of the scheduler (a
-/// worker's or the pool's panic), or lost a `Down` (the rest of the round
-/// is then forced), the findings it explains (stuck processes, books out of
+/// worker's or the pool's panic), lost a `Down` (the rest of the round
+/// is then forced) or ran a simulation's clock to its end (its shutdown
+/// then drives nothing), the findings it explains (stuck processes, books out of
 /// balance, a timed-out shutdown) are its consequences.
 fn taint(findings: &mut [Finding]) {
     let cause = findings.iter().find_map(|f| {
         let thread_died = f.check == Check::Panic
             && (f.detail.starts_with("thread lc-worker")
                 || f.detail.starts_with("thread stepsched-blocking"));
-        let wedges = thread_died || matches!(f.check, Check::LinkDownLost);
+        let wedges = thread_died || matches!(f.check, Check::LinkDownLost | Check::VirtualClock);
         match f.defect {
             Some(d) if wedges && known(d) => Some(d),
             _ => None,

@@ -117,6 +117,8 @@ pub(crate) enum Check {
     Api,
     /// The `ShutdownReport` contradicts what the round saw.
     Report,
+    /// A simulation's virtual clock reached the end of its range.
+    VirtualClock,
     /// Consequence of another finding in the round (not counted by itself).
     Consequence,
 }

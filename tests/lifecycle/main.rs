@@ -24,6 +24,13 @@
 //! the machine's. A failing round prints its seed and the command that
 //! replays it. Defects known today are listed in `defects.rs`.
 //!
+//! The same rounds also run under the deterministic simulation
+//! (`simulated.rs`: `Builder::simulation(seed)`, one storm stepping op by
+//! op between seeded drives, faults on demand): there the interleaving is
+//! the seed's too, so a failing seed replays exactly, and the same seed
+//! gives the same books (checked). It cannot reach calls racing a shutdown
+//! in progress nor the blocking waits; the threaded rounds keep those.
+//!
 //! The default test runs 8 fixed seeds in short rounds; the ignored one
 //! runs longer rounds for `LIFECYCLE_SECS` (default 60) from seed
 //! `LIFECYCLE_SEED` (default: from the clock), or replays that one seed
@@ -38,6 +45,17 @@
 //! LIFECYCLE_SECS=600 cargo test --release --test lifecycle -- --ignored --nocapture
 //! LIFECYCLE_SEED=42 cargo test --release --test lifecycle -- --ignored --nocapture
 //! LIFECYCLE_SEED=3 LIFECYCLE_MODE=short cargo test --release --test lifecycle -- --ignored --nocapture
+//! ```
+//!
+//! The simulated tests run 16 seeds, without and with faults (crashes
+//! between steps, failed blocking commands), and replay two; their soak
+//! runs `LIFECYCLE_SIM_SEEDS` seeds (default 100) from `LIFECYCLE_SEED`
+//! (default 1), or replays that one seed when only it is given, with the
+//! faults if `LIFECYCLE_SIM_FAULTS=1`, and prints seeds a second:
+//!
+//! ```text
+//! LIFECYCLE_SIM_SEEDS=1000 LIFECYCLE_MODE=short cargo test --release --test lifecycle lifecycle_simulation_soak -- --ignored --nocapture
+//! LIFECYCLE_SEED=42 LIFECYCLE_SIM_FAULTS=1 cargo test --release --test lifecycle lifecycle_simulation_soak -- --ignored --nocapture
 //! ```
 
 use std::cell::RefCell;
@@ -62,6 +80,7 @@ mod actor;
 mod books;
 mod check;
 mod defects;
+mod never;
 mod rng;
 mod round;
 mod simulated;
@@ -84,6 +103,8 @@ pub(crate) const GUARD: Duration = Duration::from_secs(60);
 
 /// The default run's seeds.
 const CI_SEEDS: [u64; 8] = [1, 2, 3, 4, 5, 6, 7, 8];
+/// The default simulated runs' seeds (a simulated round is cheap).
+const SIM_SEEDS: std::ops::RangeInclusive<u64> = 1..=16;
 
 /// A round's settings, all drawn from its seed.
 #[derive(Debug, Clone)]
@@ -327,12 +348,12 @@ fn run_simulated(
 
 #[test]
 fn seeded_lifecycle_storms_under_simulation_break_no_promise() {
-    run_simulated(CI_SEEDS.into_iter(), false, false, || true);
+    run_simulated(SIM_SEEDS, false, false, || true);
 }
 
 #[test]
 fn seeded_lifecycle_storms_under_simulated_faults_break_no_promise() {
-    run_simulated(CI_SEEDS.into_iter(), false, true, || true);
+    run_simulated(SIM_SEEDS, false, true, || true);
 }
 
 /// The same seed gives the same round: the same steps, virtual time,

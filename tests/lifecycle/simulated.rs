@@ -6,7 +6,8 @@
 //!
 //! The storm makes one operation at a time (`Storm::step`, which replaces
 //! the calls that would wait for ever under a simulation), each followed
-//! by 0 to 15 simulated steps drawn from the seed; its length is the
+//! by simulated steps drawn from the seed (fewer than 2, 4 or 16, by
+//! round); its length is the
 //! round's storm time at [`OPS_PER_MS`] operations a millisecond. Then the
 //! shutdown, with the round's timeout on the virtual clock, drives the
 //! simulation to its end; a few more operations are made after it (each
@@ -27,13 +28,16 @@ use super::*;
 /// round makes 1,500 to 3,000.
 pub(crate) const OPS_PER_MS: u64 = 10;
 
+/// A virtual time no timer of the round's but one for never reaches.
+const END_OF_TIME: Duration = Duration::from_secs(100 * 365 * 24 * 3_600);
+
 /// Operations made after the shutdown has returned.
 const AFTER_SHUTDOWN: u64 = 50;
 
-/// The faults of a faulty round: a crash after about one step in a
-/// thousand, one blocking command in twenty failed.
+/// The faults of a faulty round: a crash after about one step in two
+/// hundred, one blocking command in twenty failed.
 pub(crate) fn faults() -> Faults {
-    Faults::new().crash_per_step(0.001).failed_commands(0.05)
+    Faults::new().crash_per_step(0.005).failed_commands(0.05)
 }
 
 /// What a simulated round did, in counts: the same seed must give the
@@ -43,6 +47,8 @@ pub(crate) struct Summary {
     pub(crate) steps: u64,
     pub(crate) virtual_time: Duration,
     pub(crate) ops: u64,
+    /// Processes the faults crashed in the storm's drives.
+    pub(crate) crashes: u64,
     /// Messages: (accepted, received, undelivered, refused).
     pub(crate) messages: [u64; 4],
     /// Command replies, likewise.
@@ -63,7 +69,7 @@ fn kind(value: &impl fmt::Debug) -> String {
 }
 
 impl Summary {
-    fn of(round: &Round, scheduler: &Scheduler<Actor>, report: &ShutdownReport, n: usize) -> Self {
+    fn of(round: &Round, scheduler: &Scheduler<Actor>, report: &ShutdownReport) -> Self {
         let none = HashSet::new();
         let mut ends = BTreeMap::new();
         for (end, _) in round.outcomes.lock().unwrap().values() {
@@ -77,13 +83,14 @@ impl Summary {
             steps: scheduler.simulated_steps().unwrap_or(0),
             virtual_time: scheduler.virtual_time().unwrap_or_default(),
             ops: round.ops.load(Ordering::Relaxed),
+            crashes: 0,
             messages: round.messages.check(&none).0,
             replies: round.replies.check(&none).0,
             started: round.started.load(Ordering::Relaxed),
             ends,
             downs,
             report: format!("{report:?}"),
-            findings: n,
+            findings: 0,
         }
     }
 }
@@ -112,24 +119,30 @@ pub(crate) fn run(seed: u64, long_run: bool, faulty: bool) -> (Ran, Summary) {
     let started = Instant::now();
     let mut rng = Rng::new(seed).derive(3_000);
     let mut storm = Storm::new(0, &round, &scheduler);
+    let mut crashes = 0;
     let ops = cfg.storm.as_millis() as u64 * OPS_PER_MS;
+    // Steps per operation below this: with few, processes pile up (to the
+    // round's cap) and the shutdown meets many; with many, the system
+    // keeps draining and idling (the clock then jumps to its timers).
+    let bound = *rng.pick(&[2, 4, 4, 16]);
     for i in 0..ops {
         if i == ops * 4 / 5 {
             round.near.store(true, Ordering::SeqCst);
         }
         storm.step();
-        let steps = rng.below(16);
+        let steps = rng.below(bound);
         // A panic out of a drive is filed by the panic hook; the round
         // goes on to its shutdown and checks.
-        if catch_unwind(AssertUnwindSafe(|| scheduler.run_steps(steps))).is_err() {
-            break;
+        match catch_unwind(AssertUnwindSafe(|| scheduler.run_steps(steps))) {
+            Ok(run) => crashes += run.crashes,
+            Err(_) => break,
         }
     }
     let storm_ops = round.ops.load(Ordering::Relaxed);
     let storm_time = started.elapsed();
     if std::env::var_os("LIFECYCLE_VERBOSE").is_some() {
         println!(
-            "seed {seed} (simulated{}): {cfg:?}\nstarted {} ended {} before shutdown, {} steps, {:?} virtual",
+            "seed {seed} (simulated{}): {cfg:?}, steps per operation below {bound}\nstarted {} ended {} before shutdown, {} steps, {:?} virtual",
             if faulty { ", faults" } else { "" },
             round.started.load(Ordering::Relaxed),
             round.completed.load(Ordering::Relaxed),
@@ -138,6 +151,11 @@ pub(crate) fn run(seed: u64, long_run: bool, faulty: bool) -> (Ran, Summary) {
         );
     }
 
+    let clock = scheduler.virtual_time().unwrap_or_default();
+    if clock >= END_OF_TIME {
+        let detail = format!("the virtual clock reached {clock:?} in the storm");
+        round.find(Check::VirtualClock, Some(Defect::ClockJumpsToNever), detail);
+    }
     phase.set("shutdown (simulated)");
     round.stopping.store(true, Ordering::SeqCst);
     let report = match catch_unwind(AssertUnwindSafe(|| scheduler.shutdown(cfg.shutdown))) {
@@ -204,7 +222,11 @@ pub(crate) fn run(seed: u64, long_run: bool, faulty: bool) -> (Ran, Summary) {
     check::panics(&round);
     let long = cfg.shutdown >= LONG_SHUTDOWN;
     let findings = check::check(&round, &report, long, &joined, scheduler.live());
-    let summary = Summary::of(&round, &scheduler, &report, findings.len());
+    let summary = Summary {
+        crashes,
+        findings: findings.len(),
+        ..Summary::of(&round, &scheduler, &report)
+    };
     if std::env::var_os("LIFECYCLE_VERBOSE").is_some() {
         println!(
             "seed {seed}: simulated round took {:?}, {summary:?}",
