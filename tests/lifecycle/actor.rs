@@ -79,22 +79,22 @@ pub(crate) struct Actor {
     trapping: bool,
     ever_trapped: bool,
     next_tag: u64,
-    pending: HashSet<u64>,
+    pending: Set<u64>,
     next_timer: u64,
-    timers: HashMap<u64, Timer>,
-    cancelled: HashSet<u64>,
+    timers: Map<u64, Timer>,
+    cancelled: Set<u64>,
     /// What each timer tag went through, for a finding's detail.
-    timer_log: HashMap<u64, String>,
-    monitors: HashMap<Pid, Watch>,
-    links: HashMap<Pid, Watch>,
+    timer_log: Map<u64, String>,
+    monitors: Map<Pid, Watch>,
+    links: Map<Pid, Watch>,
     owed: Vec<Pid>,
     plan: Plan,
     /// Watchers this linker linked (never unlinked).
-    linked_watchers: HashSet<Pid>,
+    linked_watchers: Set<Pid>,
     /// A watcher's `Down`s of links it has not heard of yet.
-    early: HashSet<Pid>,
+    early: Set<Pid>,
     /// The links a linker made to this watcher.
-    foreign_links: HashSet<Pid>,
+    foreign_links: Set<Pid>,
     /// Its PID, known from its first step on.
     me: Option<Pid>,
 }
@@ -112,18 +112,18 @@ impl Actor {
             trapping: false,
             ever_trapped: false,
             next_tag: 0,
-            pending: HashSet::new(),
+            pending: Set::default(),
             next_timer: 0,
-            timers: HashMap::new(),
-            cancelled: HashSet::new(),
-            timer_log: HashMap::new(),
-            monitors: HashMap::new(),
-            links: HashMap::new(),
+            timers: Map::default(),
+            cancelled: Set::default(),
+            timer_log: Map::default(),
+            monitors: Map::default(),
+            links: Map::default(),
             owed: Vec::new(),
             plan: Plan::Random,
-            linked_watchers: HashSet::new(),
-            early: HashSet::new(),
-            foreign_links: HashSet::new(),
+            linked_watchers: Set::default(),
+            early: Set::default(),
+            foreign_links: Set::default(),
             me: None,
         }
     }
@@ -208,6 +208,8 @@ impl Actor {
             | Err(CommandError::Dropped)
             | Err(CommandError::Cancelled)
             | Err(CommandError::Panicked(_)) => {}
+            // A fault the simulation injected (`simulated.rs`).
+            Err(CommandError::Failed(_)) if round.sim.get().is_some_and(|s| s.faults) => {}
             Err(e) => round.find(
                 Check::BadCompletion,
                 None,
@@ -278,7 +280,7 @@ impl Actor {
         };
         if rng.chance(300) {
             let timeout = if rng.chance(50) {
-                Duration::MAX
+                self.round.never()
             } else {
                 Duration::from_micros(rng.below(2_000))
             };
@@ -295,11 +297,18 @@ impl Actor {
             let tag = self.next_timer;
             self.next_timer += 1;
             let not_before = if self.rng.chance(30) {
-                out.wake_after(tag, Duration::MAX);
-                now + Duration::from_secs(1 << 30)
+                let never = self.round.never();
+                out.wake_after(tag, never);
+                (now.checked_add(never)).unwrap_or(now + Duration::from_secs(1 << 30))
             } else if self.rng.chance(200) {
                 let at = now + Duration::from_micros(self.rng.below(2_000));
-                out.wake_at(tag, at);
+                // No `Instant` of the virtual clock is public: under the
+                // simulation the same deadline is set from now.
+                if self.round.simulated() {
+                    out.wake_after(tag, at - now);
+                } else {
+                    out.wake_at(tag, at);
+                }
                 at
             } else {
                 let after = Duration::from_micros(self.rng.below(3_000));
@@ -331,7 +340,7 @@ impl Actor {
             self.log(tag, "rearm");
             let after = Duration::from_micros(self.rng.below(3_000));
             // Taken after the call: the deadline is at least this far off.
-            let not_before = Instant::now() + after;
+            let not_before = self.round.now() + after;
             out.wake_after(tag, after);
             self.timers.insert(
                 tag,
@@ -410,36 +419,6 @@ impl Actor {
     }
 }
 
-/// Books a submit or spawn by its result.
-pub(crate) fn started(
-    round: &Round,
-    serial: u64,
-    who: Who,
-    result: Result<Pid, SpawnError<Actor>>,
-) {
-    match result {
-        Ok(pid) => {
-            round.processes.mark(serial, ACCEPTED);
-            round.started.fetch_add(1, Ordering::Relaxed);
-            if who == Who::Plain {
-                // A watcher enters the registry in its first step.
-                round.registry.push(Target { pid, who, serial });
-            }
-        }
-        Err(e) => {
-            let back = e.into_process().serial;
-            if back != serial {
-                round.find(
-                    Check::Api,
-                    None,
-                    format!("spawn of {serial} handed back {back}"),
-                );
-            }
-            round.processes.mark(serial, REFUSED);
-        }
-    }
-}
-
 impl Process for Actor {
     type Input = Spec;
     type Message = Msg;
@@ -470,7 +449,7 @@ impl Process for Actor {
     ) -> Result<(), String> {
         let me = out.pid();
         self.me = Some(me);
-        let now = Instant::now();
+        let now = self.round.now();
         self.steps += 1;
         let mut cancel = None;
         // Now and then the last message stays in the vector: the next step
@@ -542,7 +521,7 @@ impl Process for Actor {
                 // A slow last step, so that the child's exit (stolen by
                 // another worker) lands while it runs.
                 let spin = Duration::from_micros(self.rng.below(200));
-                while now.elapsed() < spin {
+                while !self.round.simulated() && now.elapsed() < spin {
                     std::hint::spin_loop();
                 }
                 out.done(self.serial);

@@ -333,6 +333,21 @@ pub(crate) struct Round {
     pub(crate) skip: Mutex<HashSet<u64>>,
     /// Blocking handlers running now.
     pub(crate) blocking: AtomicUsize,
+    /// Set in a simulated round (`simulated.rs`): the clock is the
+    /// scheduler's virtual one.
+    pub(crate) sim: OnceLock<SimClock>,
+}
+
+/// A simulated round's clock: `base` plus the scheduler's virtual time.
+/// `base` is taken after the scheduler is built, so it is not before the
+/// scheduler's own origin: an instant of this clock is never earlier than
+/// the scheduler's reading of the same virtual time (no timer seems early).
+pub(crate) struct SimClock {
+    pub(crate) base: Instant,
+    /// Weak: the scheduler's handlers hold the round.
+    pub(crate) scheduler: std::sync::Weak<Scheduler<Actor>>,
+    /// Whether the simulation injects faults (`simulated::faults`).
+    pub(crate) faults: bool,
 }
 
 impl Round {
@@ -359,7 +374,36 @@ impl Round {
             stopping: AtomicBool::new(false),
             skip: Mutex::new(HashSet::new()),
             blocking: AtomicUsize::new(0),
+            sim: OnceLock::new(),
         }
+    }
+
+    /// The timeout or delay of "never": `Duration::MAX`, but an hour in a
+    /// simulated round while [`Defect::ClockJumpsToNever`] is known, in
+    /// the long run too (it would spoil every round: `LIFECYCLE_STRICT=1`
+    /// exercises it).
+    pub(crate) fn never(&self) -> Duration {
+        if self.simulated() && known(Defect::ClockJumpsToNever) {
+            Duration::from_secs(3_600)
+        } else {
+            Duration::MAX
+        }
+    }
+
+    /// Whether this round runs under the simulation.
+    pub(crate) fn simulated(&self) -> bool {
+        self.sim.get().is_some()
+    }
+
+    /// Now, on the round's clock: the OS's, or the simulation's virtual
+    /// time (steps, handlers and the "later" completers all read this one,
+    /// so that a simulated round replays from its seed).
+    pub(crate) fn now(&self) -> Instant {
+        let Some(sim) = self.sim.get() else {
+            return Instant::now();
+        };
+        let elapsed = sim.scheduler.upgrade().and_then(|s| s.virtual_time());
+        sim.base + elapsed.unwrap_or_default()
     }
 
     pub(crate) fn find(&self, check: Check, defect: Option<Defect>, detail: String) {
@@ -408,7 +452,7 @@ impl Round {
 
     /// Completes the held "later" completers that are due (all if `all`).
     pub(crate) fn complete_due(&self, all: bool, rng: &mut Rng) -> usize {
-        let now = Instant::now();
+        let now = self.now();
         let mut done = 0;
         loop {
             let next = {
@@ -428,5 +472,35 @@ impl Round {
             done += 1;
         }
         done
+    }
+}
+
+/// Books a submit or spawn by its result.
+pub(crate) fn started(
+    round: &Round,
+    serial: u64,
+    who: Who,
+    result: Result<Pid, SpawnError<Actor>>,
+) {
+    match result {
+        Ok(pid) => {
+            round.processes.mark(serial, ACCEPTED);
+            round.started.fetch_add(1, Ordering::Relaxed);
+            if who == Who::Plain {
+                // A watcher enters the registry in its first step.
+                round.registry.push(Target { pid, who, serial });
+            }
+        }
+        Err(e) => {
+            let back = e.into_process().serial();
+            if back != serial {
+                round.find(
+                    Check::Api,
+                    None,
+                    format!("spawn of {serial} handed back {back}"),
+                );
+            }
+            round.processes.mark(serial, REFUSED);
+        }
     }
 }

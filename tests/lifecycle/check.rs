@@ -10,12 +10,44 @@ use super::*;
 /// A panic the hook recorded: (thread, message, file, line).
 pub(crate) type PanicRecord = (String, String, String, u32);
 
-/// Panics that are not deliberate ones, from any thread.
+/// Panics that are not deliberate ones, from any thread (but those of
+/// [`PANICS_HERE`]).
 pub(crate) static PANICS: Mutex<Vec<PanicRecord>> = Mutex::new(Vec::new());
+
+thread_local! {
+    /// On a thread that runs simulated rounds (every panic of one is on
+    /// the thread that drives it): its panics, kept apart from
+    /// [`PANICS`], so that rounds of other tests, which run at the same
+    /// time, neither take them nor give theirs.
+    pub(crate) static PANICS_HERE: RefCell<Option<Vec<PanicRecord>>> = const { RefCell::new(None) };
+}
+
+/// Records a panic: in [`PANICS_HERE`] if this thread keeps its own,
+/// else in [`PANICS`]; returns how many that list holds.
+pub(crate) fn record(panic: PanicRecord) -> usize {
+    let here = PANICS_HERE.try_with(|here| {
+        let mut here = here.try_borrow_mut().ok()?;
+        let list = here.as_mut()?;
+        list.push(panic.clone());
+        Some(list.len())
+    });
+    if let Ok(Some(n)) = here {
+        return n;
+    }
+    let mut panics = PANICS.lock().unwrap_or_else(|e| e.into_inner());
+    panics.push(panic);
+    panics.len()
+}
 
 /// Files the recorded panics as findings.
 pub(crate) fn panics(round: &Round) {
-    let records = std::mem::take(&mut *PANICS.lock().unwrap_or_else(|e| e.into_inner()));
+    let records = if round.simulated() {
+        PANICS_HERE.with(|here| here.borrow_mut().as_mut().map(std::mem::take))
+    } else {
+        None
+    };
+    let records = records
+        .unwrap_or_else(|| std::mem::take(&mut *PANICS.lock().unwrap_or_else(|e| e.into_inner())));
     for (thread, message, file, line) in records {
         let defect = classify_panic(&message, &file, &thread);
         let detail = format!("thread {thread} panicked at {file}:{line}: {message}");
@@ -29,7 +61,9 @@ fn reason_end(reason: &ExitReason) -> Option<End> {
         ExitReason::Done => End::Done,
         ExitReason::Failed(_) => End::Failed,
         ExitReason::Panicked(_) => End::Panicked,
-        ExitReason::Terminated | ExitReason::Linked(_) => End::Terminated,
+        // `Killed`: a crash the simulation injected (its outcome is
+        // `Terminated`).
+        ExitReason::Terminated | ExitReason::Linked(_) | ExitReason::Killed => End::Terminated,
         ExitReason::Shutdown => End::Shutdown,
         _ => return None, // NoProc: it ended before, or never was
     })
@@ -202,15 +236,16 @@ fn ended_by_themselves(
 }
 
 /// In a round where a known defect killed a thread of the scheduler (a
-/// worker's or the pool's panic), or lost a `Down` (the rest of the round
-/// is then forced), the findings it explains (stuck processes, books out of
+/// worker's or the pool's panic), lost a `Down` (the rest of the round
+/// is then forced) or ran a simulation's clock to its end (its shutdown
+/// then drives nothing), the findings it explains (stuck processes, books out of
 /// balance, a timed-out shutdown) are its consequences.
 fn taint(findings: &mut [Finding]) {
     let cause = findings.iter().find_map(|f| {
         let thread_died = f.check == Check::Panic
             && (f.detail.starts_with("thread lc-worker")
                 || f.detail.starts_with("thread stepsched-blocking"));
-        let wedges = thread_died || matches!(f.check, Check::LinkDownLost);
+        let wedges = thread_died || matches!(f.check, Check::LinkDownLost | Check::VirtualClock);
         match f.defect {
             Some(d) if wedges && known(d) => Some(d),
             _ => None,

@@ -1,5 +1,5 @@
 //! What the driver can find: the classes of defect its checks are filed
-//! under, and the list of those open (none today).
+//! under, and the list of those open.
 //!
 //! Every check files a [`Finding`] under a [`Check`]. A finding fails the
 //! run unless its check points to a defect listed in [`KNOWN_DEFECTS`]:
@@ -45,12 +45,18 @@ pub(crate) enum Defect {
     /// closed, though nothing was closed by force (`timed_out` is false):
     /// the docs say it counts processes closed after the timeout.
     ForcedCountsReceivers,
+    /// Under the simulation, a timer for never (`Duration::MAX`: a
+    /// `wake_after`, `send_after` or command timeout) would be the next
+    /// event once nothing else can run: the virtual clock would jump to
+    /// the end of its range, every later deadline would saturate there,
+    /// and a shutdown would drive nothing (every process reported stuck).
+    ClockJumpsToNever,
 }
 
-/// The defects open today, one a line (none): while a defect is open its
+/// The defects open today, one a line: while a defect is open its
 /// line here lets the default run pass and report it; delete the line when
 /// its fix lands, and its checks fail the run again (see the module docs).
-pub(crate) const KNOWN_DEFECTS: &[Defect] = &[];
+pub(crate) const KNOWN_DEFECTS: &[Defect] = &[Defect::ClockJumpsToNever];
 
 fn strict() -> bool {
     std::env::var("LIFECYCLE_STRICT").is_ok_and(|v| v != "0")
@@ -111,6 +117,8 @@ pub(crate) enum Check {
     Api,
     /// The `ShutdownReport` contradicts what the round saw.
     Report,
+    /// A simulation's virtual clock reached the end of its range.
+    VirtualClock,
     /// Consequence of another finding in the round (not counted by itself).
     Consequence,
 }

@@ -24,6 +24,13 @@
 //! the machine's. A failing round prints its seed and the command that
 //! replays it. Defects known today are listed in `defects.rs`.
 //!
+//! The same rounds also run under the deterministic simulation
+//! (`simulated.rs`: `Builder::simulation(seed)`, one storm stepping op by
+//! op between seeded drives, faults on demand): there the interleaving is
+//! the seed's too, so a failing seed replays exactly, and the same seed
+//! gives the same books (checked). It cannot reach calls racing a shutdown
+//! in progress nor the blocking waits; the threaded rounds keep those.
+//!
 //! The default test runs 8 fixed seeds in short rounds; the ignored one
 //! runs longer rounds for `LIFECYCLE_SECS` (default 60) from seed
 //! `LIFECYCLE_SEED` (default: from the clock), or replays that one seed
@@ -39,8 +46,20 @@
 //! LIFECYCLE_SEED=42 cargo test --release --test lifecycle -- --ignored --nocapture
 //! LIFECYCLE_SEED=3 LIFECYCLE_MODE=short cargo test --release --test lifecycle -- --ignored --nocapture
 //! ```
+//!
+//! The simulated tests run 16 seeds, without and with faults (crashes
+//! between steps, failed blocking commands), and replay two; their soak
+//! runs `LIFECYCLE_SIM_SEEDS` seeds (default 100) from `LIFECYCLE_SEED`
+//! (default 1), or replays that one seed when only it is given, with the
+//! faults if `LIFECYCLE_SIM_FAULTS=1`, and prints seeds a second:
+//!
+//! ```text
+//! LIFECYCLE_SIM_SEEDS=1000 LIFECYCLE_MODE=short cargo test --release --test lifecycle lifecycle_simulation_soak -- --ignored --nocapture
+//! LIFECYCLE_SEED=42 LIFECYCLE_SIM_FAULTS=1 cargo test --release --test lifecycle lifecycle_simulation_soak -- --ignored --nocapture
+//! ```
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
@@ -53,22 +72,24 @@ use stepsched::process::{
     SpawnError, SpawnOptions, Status, StepOutput,
 };
 use stepsched::sched::{
-    CallError, CompleteError, Completer, JoinHandle, JoinSet, Receiver, Scheduler, SendError,
-    ShutdownReport, SpawnRefused,
+    Builder, CallError, CompleteError, Completer, Faults, JoinHandle, JoinSet, Receiver, Scheduler,
+    SendError, ShutdownReport, SpawnRefused,
 };
 
 mod actor;
 mod books;
 mod check;
 mod defects;
+mod never;
 mod rng;
 mod round;
+mod simulated;
 mod storm;
 
 use actor::*;
 use books::*;
 use defects::*;
-use rng::Rng;
+use rng::{Map, Rng, Set};
 use storm::*;
 
 /// The message of deliberate panics (of steps and blocking handlers).
@@ -82,6 +103,8 @@ pub(crate) const GUARD: Duration = Duration::from_secs(60);
 
 /// The default run's seeds.
 const CI_SEEDS: [u64; 8] = [1, 2, 3, 4, 5, 6, 7, 8];
+/// The default simulated runs' seeds (a simulated round is cheap).
+const SIM_SEEDS: std::ops::RangeInclusive<u64> = 1..=16;
 
 /// A round's settings, all drawn from its seed.
 #[derive(Debug, Clone)]
@@ -155,11 +178,7 @@ fn install_panic_hook() {
             let (file, line) = info
                 .location()
                 .map_or((String::new(), 0), |l| (l.file().to_owned(), l.line()));
-            let mut panics = check::PANICS.lock().unwrap_or_else(|e| e.into_inner());
-            panics.push((thread, message, file, line));
-            let printed = panics.len() <= 3;
-            drop(panics);
-            if printed {
+            if check::record((thread, message, file, line)) <= 3 {
                 default(info); // the first few in full; all are filed
             }
         }));
@@ -179,10 +198,30 @@ impl Ran {
     }
 }
 
-/// Runs the rounds of `seeds` (while `more` says so); prints each finding
-/// and the throughput; panics, naming the seeds and how to replay them,
-/// if any finding fails the run.
-fn run(seeds: impl Iterator<Item = u64>, long_run: bool, mut more: impl FnMut() -> bool) {
+/// Runs the threaded rounds of `seeds` (while `more` says so): see
+/// [`run_rounds`].
+fn run(seeds: impl Iterator<Item = u64>, long_run: bool, more: impl FnMut() -> bool) {
+    let mode = if long_run {
+        ""
+    } else {
+        "LIFECYCLE_MODE=short "
+    };
+    let replay = format!("{mode}cargo test --release --test lifecycle -- --ignored --nocapture");
+    let round = |seed| round::run(seed, long_run);
+    run_rounds("lifecycle", seeds, more, round, &replay);
+}
+
+/// Runs rounds of `seeds` with `round` (while `more` says so); prints each
+/// finding and the throughput; panics, naming the seeds and how to replay
+/// them (`LIFECYCLE_SEED=` the seed, then `replay`), if any finding fails
+/// the run.
+fn run_rounds(
+    name: &str,
+    seeds: impl Iterator<Item = u64>,
+    mut more: impl FnMut() -> bool,
+    mut round: impl FnMut(u64) -> Ran,
+    replay: &str,
+) {
     install_panic_hook();
     let started = Instant::now();
     let (mut ops, mut storm, mut rounds) = (0, Duration::ZERO, 0);
@@ -192,7 +231,7 @@ fn run(seeds: impl Iterator<Item = u64>, long_run: bool, mut more: impl FnMut() 
         if !more() {
             break;
         }
-        let ran = round::run(seed, long_run);
+        let ran = round(seed);
         rounds += 1;
         ops += ran.ops;
         storm += ran.storm;
@@ -210,10 +249,10 @@ fn run(seeds: impl Iterator<Item = u64>, long_run: bool, mut more: impl FnMut() 
         }
     }
     let rate = ops as f64 / storm.as_secs_f64().max(1e-9);
+    let elapsed = started.elapsed();
+    let seeds_rate = rounds as f64 / elapsed.as_secs_f64().max(1e-9);
     println!(
-        "lifecycle: {rounds} rounds in {:.1?}, {ops} public operations in {:.1?} of storms: {rate:.0} a second",
-        started.elapsed(),
-        storm
+        "{name}: {rounds} rounds in {elapsed:.1?} ({seeds_rate:.1} seeds a second), {ops} public operations in {storm:.1?} of storms: {rate:.0} a second",
     );
     let mut found: Vec<_> = known_found.into_iter().collect();
     found.sort();
@@ -223,16 +262,11 @@ fn run(seeds: impl Iterator<Item = u64>, long_run: bool, mut more: impl FnMut() 
         } else {
             "FAILS"
         };
-        println!("lifecycle: {defect:?} ({state}) found with seeds {seeds:?}");
+        println!("{name}: {defect:?} ({state}) found with seeds {seeds:?}");
     }
-    let mode = if long_run {
-        ""
-    } else {
-        "LIFECYCLE_MODE=short "
-    };
     assert!(
         failed.is_empty(),
-        "lifecycle: seeds {failed:?} failed; replay one with\n  LIFECYCLE_SEED={} {mode}cargo test --release --test lifecycle -- --ignored --nocapture",
+        "{name}: seeds {failed:?} failed; replay one with\n  LIFECYCLE_SEED={} {replay}",
         failed[0]
     );
 }
@@ -278,6 +312,85 @@ fn lifecycle_soak() {
             let until = Instant::now() + Duration::from_secs(secs.unwrap_or(60));
             println!("lifecycle: seeds from {first}");
             run(first.., long_run, || Instant::now() < until);
+        }
+    }
+}
+
+/// Runs simulated rounds of `seeds` (`simulated.rs`), with the simulation's
+/// faults if `faulty`: see [`run_rounds`].
+fn run_simulated(
+    seeds: impl Iterator<Item = u64>,
+    long_run: bool,
+    faulty: bool,
+    more: impl FnMut() -> bool,
+) {
+    let mode = if long_run {
+        ""
+    } else {
+        "LIFECYCLE_MODE=short "
+    };
+    let faults = if faulty {
+        "LIFECYCLE_SIM_FAULTS=1 "
+    } else {
+        ""
+    };
+    let replay = format!(
+        "{mode}{faults}cargo test --release --test lifecycle lifecycle_simulation_soak -- --ignored --nocapture"
+    );
+    let name = if faulty {
+        "lifecycle (simulated, faults)"
+    } else {
+        "lifecycle (simulated)"
+    };
+    let round = |seed| simulated::run(seed, long_run, faulty).0;
+    run_rounds(name, seeds, more, round, &replay);
+}
+
+#[test]
+fn seeded_lifecycle_storms_under_simulation_break_no_promise() {
+    run_simulated(SIM_SEEDS, false, false, || true);
+}
+
+#[test]
+fn seeded_lifecycle_storms_under_simulated_faults_break_no_promise() {
+    run_simulated(SIM_SEEDS, false, true, || true);
+}
+
+/// The same seed gives the same round: the same steps, virtual time,
+/// operations, books, outcomes, `Down`s and shutdown report; another seed
+/// another round.
+#[test]
+fn a_simulated_lifecycle_round_replays_from_its_seed() {
+    install_panic_hook();
+    for faulty in [false, true] {
+        let (_, first) = simulated::run(1, false, faulty);
+        let (_, again) = simulated::run(1, false, faulty);
+        assert_eq!(
+            first, again,
+            "seed 1 (faults: {faulty}) replayed differently"
+        );
+        let (_, other) = simulated::run(2, false, faulty);
+        assert_ne!(
+            first, other,
+            "seeds 1 and 2 (faults: {faulty}) ran the same round"
+        );
+    }
+}
+
+#[test]
+#[ignore = "simulated soak: LIFECYCLE_SIM_SEEDS=1000 cargo test --release --test lifecycle lifecycle_simulation_soak -- --ignored --nocapture"]
+fn lifecycle_simulation_soak() {
+    let var = |name: &str| std::env::var(name).ok().and_then(|v| v.parse::<u64>().ok());
+    let long_run = std::env::var("LIFECYCLE_MODE").map_or(true, |m| m != "short");
+    let faulty = var("LIFECYCLE_SIM_FAULTS").is_some_and(|f| f != 0);
+    match (var("LIFECYCLE_SEED"), var("LIFECYCLE_SIM_SEEDS")) {
+        // One seed, once: a replay.
+        (Some(seed), None) => run_simulated(std::iter::once(seed), long_run, faulty, || true),
+        (seed, count) => {
+            let first = seed.unwrap_or(1);
+            let count = count.unwrap_or(100);
+            println!("lifecycle (simulated): {count} seeds from {first}");
+            run_simulated(first..first + count, long_run, faulty, || true);
         }
     }
 }

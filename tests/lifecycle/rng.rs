@@ -1,7 +1,18 @@
 //! The driver's randomness: a splitmix64 generator, seeded per round and
 //! split into one stream per thread and per process, so that a seed replays
 //! the same choices of operations (the threads' interleaving is the
-//! machine's).
+//! machine's). The processes' maps and sets hash with fixed keys, so that
+//! a choice among their keys replays too (under the simulation, where the
+//! interleaving is the seed's, a seed then replays a whole round).
+
+use std::collections::hash_map::DefaultHasher;
+use std::collections::{HashMap, HashSet};
+use std::hash::BuildHasherDefault;
+
+/// A map whose iteration order depends only on what went in.
+pub(crate) type Map<K, V> = HashMap<K, V, BuildHasherDefault<DefaultHasher>>;
+/// A set whose iteration order depends only on what went in.
+pub(crate) type Set<K> = HashSet<K, BuildHasherDefault<DefaultHasher>>;
 
 /// A splitmix64 generator: deterministic per seed, no dependencies.
 #[derive(Debug, Clone)]

@@ -5,8 +5,8 @@
 
 use super::*;
 
-/// Builds the round's scheduler: its handlers and hooks book everything.
-fn build(round: &Arc<Round>) -> Scheduler<Actor> {
+/// The round's scheduler, to build: its handlers and hooks book everything.
+pub(crate) fn builder(round: &Arc<Round>) -> Builder<Actor> {
     let cfg = &round.cfg;
     let (inline, later, block) = (Arc::clone(round), Arc::clone(round), Arc::clone(round));
     let (undelivered, complete) = (Arc::clone(round), Arc::clone(round));
@@ -23,7 +23,7 @@ fn build(round: &Arc<Round>) -> Scheduler<Actor> {
         .handler("later", move |_, completer| {
             let delay = Duration::from_micros(completer.tag() * 97 % 1_500);
             let mut held = later.later.lock().unwrap();
-            held.push_back((Instant::now() + delay, completer));
+            held.push_back((later.now() + delay, completer));
         })
         .blocking_handler("block", move |command, completer| {
             block.blocking.fetch_add(1, Ordering::SeqCst);
@@ -36,7 +36,11 @@ fn build(round: &Arc<Round>) -> Scheduler<Actor> {
             }
             let _out = Out(&block.blocking);
             if let Cmd::Block { micros, panic } = command {
-                thread::sleep(Duration::from_micros(micros));
+                // (Under the simulation it runs on the driving thread, on
+                // the virtual clock: a sleep would only slow the round.)
+                if !block.simulated() {
+                    thread::sleep(Duration::from_micros(micros));
+                }
                 if panic {
                     std::panic::panic_any(DELIBERATE.to_owned());
                 }
@@ -68,20 +72,24 @@ fn build(round: &Arc<Round>) -> Scheduler<Actor> {
     if let Some(capacity) = cfg.capacity {
         builder = builder.mailbox_capacity(capacity);
     }
-    builder.build().expect("the scheduler starts")
+    builder
 }
 
 /// Where a round is, for the watchdog's message.
-struct Phase(Mutex<&'static str>);
+pub(crate) struct Phase(Mutex<&'static str>);
 
 impl Phase {
-    fn set(&self, phase: &'static str) {
+    pub(crate) fn new(phase: &'static str) -> Self {
+        Phase(Mutex::new(phase))
+    }
+
+    pub(crate) fn set(&self, phase: &'static str) {
         *self.0.lock().unwrap() = phase;
     }
 }
 
 /// Aborts the process if the round does not finish within the guard.
-fn watchdog(seed: u64, phase: Arc<Phase>) -> mpsc::Sender<()> {
+pub(crate) fn watchdog(seed: u64, phase: Arc<Phase>) -> mpsc::Sender<()> {
     let (done, finished) = mpsc::channel::<()>();
     thread::spawn(move || {
         if let Err(mpsc::RecvTimeoutError::Timeout) = finished.recv_timeout(3 * GUARD) {
@@ -98,10 +106,10 @@ fn watchdog(seed: u64, phase: Arc<Phase>) -> mpsc::Sender<()> {
 /// Runs round `seed`.
 pub(crate) fn run(seed: u64, long_run: bool) -> Ran {
     let cfg = Config::new(seed, long_run);
-    let phase = Arc::new(Phase(Mutex::new("build")));
+    let phase = Arc::new(Phase::new("build"));
     let done = watchdog(seed, Arc::clone(&phase));
     let round = Arc::new(Round::new(seed, cfg.clone()));
-    let scheduler = Arc::new(build(&round));
+    let scheduler = Arc::new(builder(&round).build().expect("the scheduler starts"));
     let after = Arc::new(AtomicBool::new(false));
     let pair_done = Arc::new(AtomicBool::new(!cfg.pair));
 

@@ -42,31 +42,47 @@ impl<'a> Storm<'a> {
             done.store(true, Ordering::SeqCst);
         }
         while !after.load(Ordering::SeqCst) {
-            // Near the shutdown and while it runs, receivers are made and
-            // dropped in a burst (they race its closes, and terminates).
-            if self.round.near.load(Ordering::Relaxed) && self.rng.chance(400) {
-                self.mailbox();
-                if self.rng.chance(500) {
-                    self.terminate();
-                }
-                continue;
+            self.step();
+        }
+        self.left
+    }
+
+    /// One public operation, at random. Under the simulation
+    /// (`simulated.rs`) the calls that would wait for ever there (nothing
+    /// drives the scheduler while the only thread waits) are replaced:
+    /// `blocking_send_timeout` and `call` by sends (a request's reply then
+    /// comes to a receiver), `recv_timeout` by `try_recv`.
+    pub(crate) fn step(&mut self) {
+        // Near the shutdown and while it runs, receivers are made and
+        // dropped in a burst (they race its closes, and terminates).
+        if self.round.near.load(Ordering::Relaxed) && self.rng.chance(400) {
+            self.mailbox();
+            if self.rng.chance(500) {
+                self.terminate();
             }
-            match self.rng.below(100) {
-                0..=13 => self.submit(),
-                14..=37 => self.send(),
-                38..=44 => self.blocking_send_timeout(),
-                45..=51 => self.call(),
-                52..=58 => self.mailbox(),
-                59..=68 => self.receive(),
-                69..=72 => self.terminate(),
-                73..=76 => self.send_after(),
-                _ => {
-                    if self.round.complete_due(false, &mut self.rng) == 0 {
-                        thread::yield_now();
-                    }
+            return;
+        }
+        let simulated = self.round.simulated();
+        match self.rng.below(100) {
+            0..=13 => self.submit(),
+            14..=37 => self.send(),
+            38..=51 if simulated => self.send(),
+            38..=44 => self.blocking_send_timeout(),
+            45..=51 => self.call(),
+            52..=58 => self.mailbox(),
+            59..=68 => self.receive(),
+            69..=72 => self.terminate(),
+            73..=76 => self.send_after(),
+            _ => {
+                if self.round.complete_due(false, &mut self.rng) == 0 {
+                    thread::yield_now();
                 }
             }
         }
+    }
+
+    /// What this storm keeps for the checks after shutdown.
+    pub(crate) fn leftovers(self) -> Leftovers {
         self.left
     }
 
@@ -295,6 +311,11 @@ impl<'a> Storm<'a> {
                     }
                 }
             }
+            4..=6 if self.round.simulated() => {
+                if let Ok(message) = self.left.receivers[at].try_recv() {
+                    message.settle(RECEIVED);
+                }
+            }
             4..=6 => {
                 let timeout = Duration::from_micros(self.rng.below(300));
                 if let Ok(message) = self.left.receivers[at].recv_timeout(timeout) {
@@ -338,7 +359,7 @@ impl<'a> Storm<'a> {
     fn send_after(&mut self) {
         let (to, body) = self.target();
         let delay = match self.rng.below(10) {
-            0 => Duration::MAX,
+            0 => self.round.never(),
             1..=3 => Duration::ZERO,
             4..=6 => Duration::from_micros(500),
             _ => Duration::from_millis(3),
