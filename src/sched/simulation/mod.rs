@@ -212,9 +212,10 @@ impl<P: Process> Driver<P> {
                 break Stopped::Idle;
             }
             let at = TimerClock::tick_nanos(next);
-            if at.saturating_sub(self.now()) >= FOREVER_NANOS {
-                // A timer for never (`Duration::MAX` saturates to a century
-                // or more): jumping there would leave every later deadline
+            if self.only_timers_for_never() {
+                // `Duration::MAX` saturates a century or more away: jumping
+                // there (a wheel visits a far deadline's slot every few
+                // years on its way) would leave every later deadline
                 // saturated. Waiting for it is waiting for ever: idle.
                 break Stopped::Idle;
             }
@@ -253,6 +254,13 @@ impl<P: Process> Driver<P> {
         (self.shared)
             .deliver_exit(pid, Signal::Kill(Pid::OUTSIDE))
             .is_ok()
+    }
+
+    /// Whether every pending timer is a century or more away.
+    fn only_timers_for_never(&self) -> bool {
+        let wheels = self.shared.timers.wheels.iter();
+        let earliest = wheels.map(|w| w.earliest_deadline()).min().unwrap_or(NEVER);
+        TimerClock::tick_nanos(earliest).saturating_sub(self.now()) >= FOREVER_NANOS
     }
 
     /// The virtual nanoseconds since the scheduler started.

@@ -154,6 +154,12 @@ impl<M> TimerWheel<M> {
         self.next.load(Ordering::Relaxed)
     }
 
+    /// The earliest deadline of any timer in the wheel, or [`NEVER`]
+    /// (`Wheel::earliest_deadline`; under the lock).
+    pub fn earliest_deadline(&self) -> u64 {
+        self.lock().wheel.earliest_deadline().unwrap_or(NEVER)
+    }
+
     /// Locks the wheel (poison is ignored: nothing under the lock runs user
     /// code, so a poisoned lock only means a panic in a debug assertion).
     pub fn lock(&self) -> MutexGuard<'_, Inner<M>> {

@@ -234,6 +234,27 @@ impl Wheel {
         self.next_slot().map(|(_, _, start)| start)
     }
 
+    /// The earliest deadline of any entry (`elapsed` if one is due), not
+    /// the next slot to visit: past the hierarchy's span that slot is a
+    /// parking place years before the deadline. The first occupied slot
+    /// of the lowest occupied level holds the earliest deadline (module
+    /// docs), so this scans that one list. For a simulation's driver
+    /// (`simulation/`), which must tell a timer for never from a far one.
+    pub(crate) fn earliest_deadline(&self) -> Option<u64> {
+        if self.heads[LEVELS * SLOTS] != NIL {
+            return Some(self.elapsed);
+        }
+        let (level, slot, _) = self.next_slot()?;
+        let mut at = self.heads[level * SLOTS + slot];
+        let mut earliest = u64::MAX;
+        while at != NIL {
+            let entry = &self.entries[at as usize];
+            earliest = earliest.min(entry.deadline());
+            at = entry.next;
+        }
+        Some(earliest)
+    }
+
     /// Fires every entry due at tick `now` into `out`, oldest deadline
     /// first (entries of one tick in insertion order), and moves the
     /// wheel's time to `now`.
