@@ -369,3 +369,21 @@ fn the_trace_is_in_virtual_time_and_one_seed_gives_one_trace() {
         .unwrap();
     assert!(stopping.contains("\"ts\":140"), "{stopping}");
 }
+
+#[test]
+fn a_simulated_scheduler_and_its_handles_are_send_and_sync_as_real_ones() {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<Scheduler<Waiter>>();
+    send_sync::<stepsched::sched::JoinHandle<Waiter>>();
+    // A run_until condition may ask the scheduler where the run stands.
+    let scheduler = Scheduler::builder().simulation(2).build().unwrap();
+    for _ in 0..3 {
+        let sleeper = Sleeper {
+            after: Duration::from_millis(5),
+            stubborn: false,
+        };
+        scheduler.submit(sleeper, "sleep", ()).unwrap();
+    }
+    let run = scheduler.run_until(|| scheduler.simulated_steps() >= Some(3));
+    assert_eq!((run.steps, run.stopped), (3, Stopped::Done));
+}

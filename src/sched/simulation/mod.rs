@@ -83,6 +83,7 @@ use crate::sched::shared::Shared;
 use crate::sched::timer::{earliest, TimerClock, NEVER};
 use crate::sched::worker::{Local, Turn};
 use rng::Rng;
+use crate::sync::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 use std::time::Duration;
 
@@ -112,6 +113,9 @@ const STEP_NANOS: u64 = SIMULATED_STEP.as_nanos() as u64;
 pub(crate) struct Driver<P: Process> {
     shared: Arc<Shared<P>>,
     seed: u64,
+    /// Steps run so far: outside the state, so that a drive's condition
+    /// may read it. Relaxed: only the driving thread writes it.
+    steps: AtomicU64,
     state: Mutex<State<P>>,
 }
 
@@ -119,8 +123,6 @@ struct State<P: Process> {
     /// The workers; empty once the scheduler has exited.
     locals: Vec<Local<P>>,
     rng: Rng,
-    /// Steps (and closes) run so far.
-    steps: u64,
     /// Whether the workers' start hooks have run.
     begun: bool,
 }
@@ -130,10 +132,10 @@ impl<P: Process> Driver<P> {
         Driver {
             shared,
             seed,
+            steps: AtomicU64::new(0),
             state: Mutex::new(State {
                 locals,
                 rng: Rng::new(seed),
-                steps: 0,
                 begun: false,
             }),
         }
@@ -164,7 +166,7 @@ impl<P: Process> Driver<P> {
 
     /// Steps run so far.
     pub(crate) fn steps(&self) -> u64 {
-        self.lock("Scheduler::simulated_steps").steps
+        self.steps.load(Ordering::Relaxed)
     }
 
     /// Runs turns until `done` says so, or the limit, or nothing can run
@@ -180,13 +182,13 @@ impl<P: Process> Driver<P> {
             }
         }
         let clock = self.clock();
-        let start = state.steps;
+        let start = self.steps();
         let mut faults = 0;
         let stopped = loop {
             if done() {
                 break Stopped::Done;
             }
-            if state.steps - start >= limit.steps {
+            if self.steps() - start >= limit.steps {
                 break Stopped::Steps;
             }
             if self.now() >= limit.until {
@@ -194,7 +196,7 @@ impl<P: Process> Driver<P> {
             }
             match state.turn(&self.shared) {
                 Turn::Ran => {
-                    state.steps += 1;
+                    self.steps.fetch_add(1, Ordering::Relaxed);
                     if let Some(threshold) = self.shared.config.faults.crash {
                         if state.rng.next_u64() < threshold && self.crash_one(&mut state.rng) {
                             faults += 1;
@@ -226,7 +228,7 @@ impl<P: Process> Driver<P> {
             clock.advance_to(at);
         };
         Run {
-            steps: state.steps - start,
+            steps: self.steps() - start,
             stopped,
             crashes: faults,
         }
