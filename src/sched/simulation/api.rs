@@ -125,8 +125,9 @@ impl<P: Process> Scheduler<P> {
     ///
     /// # Panics
     ///
-    /// If the scheduler is not a simulation, or from inside one of its own
-    /// steps, handlers or hooks.
+    /// If the scheduler is not a simulation, or while it is being driven
+    /// (from one of its own steps, handlers or hooks, or from another
+    /// thread): one thread drives a simulation.
     pub fn run_steps(&self, steps: u64) -> Run {
         let limit = Limit {
             steps,

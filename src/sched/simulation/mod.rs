@@ -82,8 +82,8 @@ use crate::sched::links::Signal;
 use crate::sched::shared::Shared;
 use crate::sched::timer::{earliest, TimerClock, NEVER};
 use crate::sched::worker::{Local, Turn};
-use rng::Rng;
 use crate::sync::{AtomicU64, Ordering};
+use rng::Rng;
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 use std::time::Duration;
 
@@ -149,16 +149,18 @@ impl<P: Process> Driver<P> {
         &self.shared.timers.clock
     }
 
-    /// The driver's state. A drive from inside a drive (a step, handler or
-    /// hook that calls a driving method or joins) would wait for itself:
-    /// it panics instead.
+    /// The driver's state. A drive while another runs (from a step,
+    /// handler or hook of the simulation, which would wait for itself, or
+    /// from a second thread, whose drive would make the run depend on the
+    /// machine's timing) panics instead of waiting.
     fn lock(&self, what: &str) -> MutexGuard<'_, State<P>> {
         match self.state.try_lock() {
             Ok(state) => state,
             Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
             Err(TryLockError::WouldBlock) => panic!(
-                "stepsched: {what} on a simulated scheduler (seed {}) from inside its own \
-                 run (a step, handler or hook): the simulation is running on this thread",
+                "stepsched: {what} on a simulated scheduler (seed {}) while it is being driven \
+                 (from one of its steps, handlers or hooks, or from another thread): one \
+                 thread drives a simulation, one drive at a time",
                 self.seed
             ),
         }
