@@ -14,6 +14,7 @@ use std::time::Duration;
 mod check;
 mod commands;
 mod hooks;
+mod remote;
 
 /// The default of [`Builder::max_events_per_step`]: enough that a step's
 /// fixed cost vanishes against the events it handles, few enough that a
@@ -62,6 +63,8 @@ pub struct Builder<P: Process> {
     mailbox_capacity: Option<u32>,
     max_blocking_threads: usize,
     blocking_keep_alive: Duration,
+    /// The node and its transport (`remote.rs`).
+    remote: remote::Setup<P>,
 }
 
 impl<P: Process> Builder<P> {
@@ -85,6 +88,7 @@ impl<P: Process> Builder<P> {
             mailbox_capacity: None,
             max_blocking_threads: DEFAULT_MAX_BLOCKING_THREADS,
             blocking_keep_alive: DEFAULT_BLOCKING_KEEP_ALIVE,
+            remote: remote::Setup::new(),
         }
     }
 
@@ -459,7 +463,8 @@ impl<P: Process> Builder<P> {
     /// for a value the scheduler cannot honour (0 workers or more than
     /// 65,536, a 0 stack size, a 0 global queue interval, a 0 `park_after`,
     /// a 0 process limit, a trace ring of 0 events or more than 2^32, 0
-    /// events per step, a 0 mailbox capacity, 0 blocking threads): a
+    /// events per step, a 0 mailbox capacity, 0 blocking threads, a
+    /// transport without a codec or a codec without a transport): a
     /// setting is refused rather than bent to another value. Else the error
     /// of a thread that cannot be spawned, naming the stack size if one was
     /// set (threads already started are stopped again).
@@ -483,6 +488,7 @@ impl<P: Process> Builder<P> {
     /// ```
     pub fn build(self) -> io::Result<Scheduler<P>> {
         self.validate()?;
+        let (node, remote) = self.remote.finish()?;
         let workers = self
             .workers
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
@@ -513,6 +519,7 @@ impl<P: Process> Builder<P> {
             self.handlers,
             self.hooks,
             self.monitor,
+            (node, remote),
         )
         .map_err(|error| check::with_stack_size(error, self.stack_size))
     }
