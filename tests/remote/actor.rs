@@ -100,11 +100,19 @@ impl Process for Actor {
     }
 }
 
+/// The number [`MsgCodec`] panics on.
+pub const PANICS: u64 = 666_666;
+
 /// A byte codec for [`Msg`]: a tag, then little-endian words.
 pub struct MsgCodec;
 
 impl Codec<Msg> for MsgCodec {
     fn encode(&self, message: &Msg, into: &mut Vec<u8>) -> Result<(), CodecError> {
+        // The embedder's code may panic: this number makes it.
+        assert!(
+            *message != Msg::Num(PANICS),
+            "the codec cannot encode {PANICS}"
+        );
         let mut put = |tag: u8, words: &[u64]| {
             into.push(tag);
             for w in words {

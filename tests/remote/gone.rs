@@ -82,3 +82,23 @@ fn undeliverable_messages_are_reported_where_they_stop() {
         (A, ended_pid, Msg::Num(6))
     );
 }
+
+/// A codec that panics on a message refuses that message (reported by the
+/// sending node's `on_undelivered`), and the worker goes on: the next
+/// message of the same step crosses.
+#[test]
+fn a_codec_that_panics_refuses_the_message_and_the_worker_goes_on() {
+    let pair = Pair::new();
+    let sender = pair.actor(A);
+    let receiver = pair.actor(B);
+    let panics = crate::actor::PANICS;
+    pair.tell(sender.pid(), Msg::Flood(receiver.pid(), panics, panics + 2));
+    assert_eq!(pair.next(), (receiver.pid(), Seen::Num(panics + 1)));
+    crate::common::wait_until("A reports the message", || {
+        pair.undelivered.lock().unwrap().len() == 1
+    });
+    assert_eq!(
+        pair.undelivered.lock().unwrap()[0],
+        (A, receiver.pid(), Msg::Num(panics))
+    );
+}

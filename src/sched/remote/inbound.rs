@@ -106,7 +106,7 @@ impl<P: Process> Sink for Shared<P> {
         let Frame { from, to, kind } = frame;
         let signal = match kind {
             FrameKind::Message(bytes) => {
-                let message = match remote.codec.decode(&bytes) {
+                let message = match remote.decode(&bytes) {
                     Ok(message) => message,
                     Err(why) => {
                         let kind = FrameKind::Message(bytes);
@@ -133,7 +133,7 @@ impl<P: Process> Sink for Shared<P> {
                 return Ok(());
             }
             FrameKind::Refused(bytes) => {
-                let message = match remote.codec.decode(&bytes) {
+                let message = match remote.decode(&bytes) {
                     Ok(message) => message,
                     Err(why) => {
                         let kind = FrameKind::Refused(bytes);

@@ -122,7 +122,7 @@ pub enum FrameKind {
 ///
 /// - [`send`](Transport::send) is called from workers, and from any
 ///   thread that sends: it must not block on the network (queue the frame
-///   and return).
+///   and return), and must not panic.
 /// - For each destination node it keeps the order of the `send` calls that
 ///   happen-before one another (one queue per node, say), so that a
 ///   sender's frames arrive in the order sent.
@@ -162,7 +162,8 @@ pub trait Transport: Send + Sync + 'static {
 
 /// Turns messages into bytes and back, for the [`Transport`]: set with
 /// [`Builder::codec`](crate::sched::Builder::codec). `stepsched-nats`
-/// offers one for `serde` types.
+/// offers one for `serde` types. It runs on workers (`encode`) and on the
+/// transport's thread (`decode`); a panic in it is taken as its error.
 ///
 /// ```
 /// use stepsched::sched::remote::{Codec, CodecError};

@@ -9,6 +9,7 @@ use crate::process::{Event, ExitReason, NodeId, Pid, Process};
 use crate::sched::core::table::Task;
 use crate::sched::links::Signal;
 use crate::sched::shared::{Refusal, Shared};
+use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// A node's link to the others: its transport, its codec and its watches
 /// across nodes. In `Shared`, if the builder set a transport.
@@ -20,6 +21,18 @@ pub(crate) struct Remote<P: Process> {
 }
 
 impl<P: Process> Remote<P> {
+    /// The codec's `decode`, with a panic in it turned into an error (it
+    /// runs on the transport's thread, which must go on).
+    pub(crate) fn decode(&self, bytes: &[u8]) -> Result<P::Message, super::CodecError> {
+        match catch_unwind(AssertUnwindSafe(|| self.codec.decode(bytes))) {
+            Ok(result) => result,
+            Err(panic) => Err(super::CodecError::new(format!(
+                "the codec panicked: {}",
+                crate::process::panic_message(&*panic)
+            ))),
+        }
+    }
+
     pub(crate) fn new(
         node: NodeId,
         transport: Box<dyn Transport>,
@@ -73,8 +86,8 @@ impl<P: Process> Shared<P> {
     }
 
     /// Encodes `message` and hands it to the transport; gives it back if
-    /// it cannot cross (no transport, the codec refused, the node is
-    /// unreachable).
+    /// it cannot cross (no transport, the codec refused or panicked, the
+    /// node is unreachable).
     pub(crate) fn forward_message(
         &self,
         from: Pid,
@@ -85,7 +98,12 @@ impl<P: Process> Shared<P> {
             return Err(message);
         };
         let mut bytes = Vec::new();
-        if remote.codec.encode(&message, &mut bytes).is_err() {
+        // The codec is the embedder's code: a panic in it refuses the
+        // message, as an error does, instead of unwinding the worker.
+        let encoded = catch_unwind(AssertUnwindSafe(|| {
+            remote.codec.encode(&message, &mut bytes)
+        }));
+        if !matches!(encoded, Ok(Ok(()))) {
             return Err(message);
         }
         let frame = Frame {
