@@ -54,6 +54,11 @@ pub struct TransportStats {
     /// Frames received that were not taken in (undecodable, for another
     /// node, or after the scheduler was dropped).
     pub refused_in: u64,
+    /// Times the client dropped messages of a subscription that fell
+    /// behind (async-nats's slow-consumer event): core NATS delivers at
+    /// most once, and frames so dropped are lost. Nonzero means a node's
+    /// inbound could not keep up.
+    pub slow_consumer: u64,
 }
 
 /// The state the transport's tasks share.
@@ -68,6 +73,7 @@ struct State {
     frames_in: AtomicU64,
     publish_errors: AtomicU64,
     refused_in: AtomicU64,
+    slow_consumer: Arc<AtomicU64>,
 }
 
 impl State {
@@ -113,8 +119,10 @@ impl Drop for Inner {
 /// It runs its own small tokio runtime (one thread, `stepsched-nats`).
 /// What it does not do: carry frames larger than the server's payload
 /// limit (1 MB by default; such a publish is counted in
-/// [`TransportStats::publish_errors`]), or know what was in flight to a
-/// node that died (lost with it). A node restarted with the same
+/// [`TransportStats::publish_errors`]), know what was in flight to a
+/// node that died (lost with it), or keep frames a node too slow to read
+/// them was sent (core NATS drops them for a slow consumer: counted in
+/// [`TransportStats::slow_consumer`]). A node restarted with the same
 /// [`NodeId`] is a new incarnation: its old processes are told gone, but
 /// a PID of the old one may name a process of the new.
 #[derive(Clone)]
@@ -135,8 +143,22 @@ impl NatsTransport {
             .thread_name("stepsched-nats")
             .enable_all()
             .build()?;
+        let slow_consumer = Arc::new(AtomicU64::new(0));
+        let slow = Arc::clone(&slow_consumer);
         let (client, frames, beats) = runtime.block_on(async {
-            let client = async_nats::connect(url).await.map_err(io::Error::other)?;
+            let client = async_nats::ConnectOptions::new()
+                .event_callback(move |event| {
+                    let slow = Arc::clone(&slow);
+                    async move {
+                        if let async_nats::Event::SlowConsumer(_) = event {
+                            // Relaxed: a statistic.
+                            slow.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                })
+                .connect(url)
+                .await
+                .map_err(io::Error::other)?;
             let own = format!("{}.node.{}", options.prefix, node.get());
             let frames = client.subscribe(own).await.map_err(io::Error::other)?;
             let beats = (client.subscribe(format!("{}.hb.*", options.prefix)))
@@ -157,6 +179,7 @@ impl NatsTransport {
             frames_in: AtomicU64::new(0),
             publish_errors: AtomicU64::new(0),
             refused_in: AtomicU64::new(0),
+            slow_consumer,
         });
         let (out, queued) = unbounded_channel();
         Ok(NatsTransport {
@@ -207,6 +230,7 @@ impl NatsTransport {
             frames_in: get(&s.frames_in),
             publish_errors: get(&s.publish_errors),
             refused_in: get(&s.refused_in),
+            slow_consumer: get(&s.slow_consumer),
         }
     }
 

@@ -48,5 +48,6 @@ fn two_nodes_send_in_order_monitor_and_see_a_node_go() {
         Err(SendError::NoConnection(_))
     ));
     assert_eq!(ta.stats().publish_errors, 0);
+    assert_eq!(ta.stats().slow_consumer, 0, "nothing dropped by NATS");
     drop(b);
 }
