@@ -24,6 +24,7 @@ use core::fmt;
 /// | `Shutdown` | `shutdown` | was closed by the scheduler's shutdown (or sent as an exit's reason: a supervisor stopping a child) |
 /// | `Exit(summary)` | any other term | was ended by an [`exit`](super::StepOutput::exit) with this reason |
 /// | `NoProc` | `noproc` | had already ended, or never existed, when the monitor or link was set |
+/// | `NoConnection` | `noconnection` | is on another node, which went away (or could not be reached) before its end was told (`sched/remote/`) |
 ///
 /// Only `Done` is a normal end: a linked process that does not trap exits
 /// is terminated by any other reason (see
@@ -68,6 +69,11 @@ pub enum ExitReason {
     /// An [`exit`](super::StepOutput::exit) ended it with a reason of the
     /// sender's own words (any OTP term that is not one of the above).
     Exit(Summary),
+    /// It is on another node, and the connection to that node was lost
+    /// (or never made) before its end was told: how it ended, or whether
+    /// it has, is unknown. Told once to each monitor and link of a process
+    /// of that node ([`Inbound::node_down`](crate::sched::remote::Inbound::node_down)).
+    NoConnection,
 }
 
 impl ExitReason {
@@ -90,6 +96,7 @@ impl fmt::Display for ExitReason {
             ExitReason::NoProc => f.write_str("no such process"),
             ExitReason::Killed => f.write_str("killed"),
             ExitReason::Exit(why) => write!(f, "exited: {why}"),
+            ExitReason::NoConnection => f.write_str("no connection to its node"),
         }
     }
 }

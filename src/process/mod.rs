@@ -64,7 +64,8 @@ pub use event::{Cancel, CommandError, Event};
 pub use exit::{ExitReason, Summary};
 pub use kinds::{Hosts, Kind};
 pub use output::{SpawnError, SpawnOptions, Status, StepOutput};
-pub use pid::Pid;
+pub(crate) use pid::LOCAL_SLOTS;
+pub use pid::{NodeId, Pid, NODE_BITS};
 pub use registry::{Name, RegisterError};
 pub use state::Lifecycle;
 

@@ -21,6 +21,9 @@ pub enum SendError<M> {
     /// The process's mailbox is bounded and full
     /// ([`Builder::mailbox_capacity`](crate::sched::Builder::mailbox_capacity)).
     Full(M),
+    /// The process is on another node, which the transport cannot reach
+    /// (`sched::remote`).
+    NoConnection(M),
 }
 
 impl<M> SendError<M> {
@@ -30,7 +33,8 @@ impl<M> SendError<M> {
             SendError::NoSuchProcess(m)
             | SendError::Finished(m)
             | SendError::ShuttingDown(m)
-            | SendError::Full(m) => m,
+            | SendError::Full(m)
+            | SendError::NoConnection(m) => m,
         }
     }
 }
@@ -42,6 +46,7 @@ impl<M> fmt::Debug for SendError<M> {
             SendError::Finished(_) => "Finished",
             SendError::ShuttingDown(_) => "ShuttingDown",
             SendError::Full(_) => "Full",
+            SendError::NoConnection(_) => "NoConnection",
         };
         write!(f, "{name}(..)")
     }
@@ -54,6 +59,7 @@ impl<M> fmt::Display for SendError<M> {
             SendError::Finished(_) => "send failed: the process has finished",
             SendError::ShuttingDown(_) => "send failed: the scheduler is shutting down",
             SendError::Full(_) => "send failed: the process's mailbox is full",
+            SendError::NoConnection(_) => "send failed: no connection to the process's node",
         })
     }
 }

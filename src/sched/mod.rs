@@ -24,6 +24,9 @@
 //!   [`StepOutput::wake_after`](crate::process::StepOutput::wake_after),
 //!   [`yield_command_timeout`](crate::process::StepOutput::yield_command_timeout)
 //!   and [`Scheduler::send_after`]; [`TimerStats`] counts them.
+//! - [`remote`]: the seam to other nodes (a [`remote::Transport`] and a
+//!   [`remote::Codec`] of the embedder's), for processes that send,
+//!   monitor and link across schedulers.
 //! - [`LongStep`]: what the long-step monitor reports (see
 //!   [`Builder::long_step_monitor`]); steps cannot be preempted, so long
 //!   ones poll [`StepOutput::should_yield`](crate::process::StepOutput::should_yield).
@@ -60,6 +63,9 @@ mod shutdown;
 #[cfg(not(loom))]
 pub(crate) mod simulation;
 pub(crate) mod timer;
+
+#[cfg(not(loom))]
+pub mod remote;
 
 #[cfg(not(loom))]
 mod builder;

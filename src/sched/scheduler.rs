@@ -3,7 +3,7 @@
 use crate::deque::Worker;
 use crate::padded::CachePadded;
 use crate::process::state::Wake;
-use crate::process::{Event, Hosts, Kind, Pid, Process, SpawnError, SpawnOptions};
+use crate::process::{Event, Hosts, Kind, NodeId, Pid, Process, SpawnError, SpawnOptions};
 use crate::sched::commands::blocking::Pool;
 use crate::sched::commands::handler::Commands;
 use crate::sched::commands::handler::Handlers;
@@ -21,6 +21,7 @@ use crate::sched::observe::stats::Totals;
 use crate::sched::observe::trace::{Kind as TraceKind, Tracing};
 use crate::sched::outside::join::{JoinCell, JoinHandle};
 use crate::sched::outside::join_set::{JoinSet, Joiner};
+use crate::sched::remote::{Inbound, Sink};
 use crate::sched::shared::{phase, Config, Hooks, Refusal, Shared};
 use crate::sched::shutdown::ShutdownReport;
 use crate::sched::simulation::Driver;
@@ -28,7 +29,7 @@ use crate::sched::worker::Local;
 use crate::sync::{AtomicU64, Ordering};
 use core::fmt;
 use std::io;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::thread::JoinHandle as ThreadHandle;
 
 /// A pool of worker threads running processes of type `P`.
@@ -86,6 +87,9 @@ pub struct Scheduler<P: Process> {
 }
 
 impl<P: Process> Scheduler<P> {
+    // One argument per room the builder configures; a struct to carry them
+    // would only restate the builder's fields.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn start(
         config: Config,
         name: Box<dyn Fn(usize) -> String + Send + Sync>,
@@ -94,6 +98,7 @@ impl<P: Process> Scheduler<P> {
         handlers: Handlers<P>,
         hooks: Hooks<P>,
         monitor: Option<MonitorConfig>,
+        (node, remote): (NodeId, Option<crate::sched::remote::Remote<P>>),
     ) -> io::Result<Self> {
         let config_workers = config.workers;
         let blocking = Arc::new(Pool::new(config.blocking.clone()));
@@ -141,10 +146,16 @@ impl<P: Process> Scheduler<P> {
                 depot: CachePadded(crate::sched::core::depot::Depot::new()),
                 phase: crate::sched::core::phase::Phase::new(),
                 clock: CoarseClock::new(config.record_latency, timed),
-                table: Table::new(config_workers, max_processes),
+                table: Table::new(config_workers, max_processes, node),
             },
+            remote,
             config,
         });
+        if let Some(remote) = &shared.remote {
+            // Weak: the transport lives in `shared`, and must not keep it.
+            let sink: Weak<dyn Sink> = Arc::downgrade(&shared) as Weak<dyn Sink>;
+            remote.transport.attach(Inbound::new(sink, node));
+        }
         if let Some(seed) = shared.config.simulation {
             // No threads: the driver plays every worker (`simulation/`).
             let locals = (deques.into_iter().enumerate())
@@ -310,25 +321,37 @@ impl<P: Process> Scheduler<P> {
     /// # Errors
     ///
     /// [`SendError`] hands the message back: no such process, it has
-    /// finished, or the scheduler is shutting down.
+    /// finished, or the scheduler is shutting down; for a process of
+    /// another node (`sched::remote`), its node cannot be reached. A
+    /// message to another node is handed to the transport: what happens
+    /// to it there is told as the module's docs say.
     pub fn send(&self, to: Pid, message: P::Message) -> Result<(), SendError<P::Message>> {
         if self.shared.core.phase() != phase::RUNNING {
             return Err(SendError::ShuttingDown(message));
         }
         let shared = &*self.shared;
-        (shared.deliver_remote(to, Event::Message(message), Wake::Message))
-            .map(|woke| shared.trace_outside(TraceKind::Send, to, 0, u32::from(woke)))
-            .map_err(|(refusal, event)| {
-                let Event::Message(message) = event else {
-                    unreachable!("deliver hands back the event it was given")
-                };
-                match refusal {
-                    Refusal::NoSuchProcess => SendError::NoSuchProcess(message),
-                    Refusal::Finished => SendError::Finished(message),
-                    Refusal::ShuttingDown => SendError::ShuttingDown(message),
-                    Refusal::Full => SendError::Full(message),
+        let (refusal, event) =
+            match shared.deliver_remote(to, Event::Message(message), Wake::Message) {
+                Ok(woke) => {
+                    shared.trace_outside(TraceKind::Send, to, 0, u32::from(woke));
+                    return Ok(());
                 }
-            })
+                Err(refused) => refused,
+            };
+        let Event::Message(message) = event else {
+            unreachable!("deliver hands back the event it was given")
+        };
+        Err(match refusal {
+            Refusal::NoSuchProcess => SendError::NoSuchProcess(message),
+            Refusal::Finished => SendError::Finished(message),
+            Refusal::ShuttingDown => SendError::ShuttingDown(message),
+            Refusal::Full => SendError::Full(message),
+            // Another node's (`remote/`): handed to the transport.
+            Refusal::Remote => match shared.forward_message(shared.outside_pid(), to, message) {
+                Ok(()) => return Ok(()),
+                Err(message) => SendError::NoConnection(message),
+            },
+        })
     }
 
     /// Terminates the process `pid`: if it is waiting it is closed; if it is

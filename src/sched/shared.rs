@@ -71,6 +71,10 @@ pub(crate) enum Refusal {
     ShuttingDown,
     /// The process's bounded mailbox is full.
     Full,
+    /// The PID is of another node, and a transport carries it
+    /// (`remote/`): the caller forwards what it delivers
+    /// (`Shared::unsent`), or `deliver_signal` did.
+    Remote,
 }
 
 impl Refusal {
@@ -101,6 +105,9 @@ pub(crate) struct Shared<P: Process> {
     /// Processes started and ended per kind, if counted
     /// (`observe/kind_counts.rs`).
     pub(crate) kinds: Option<KindCounts>,
+    /// The transport, codec and watches across nodes, if the builder set
+    /// a transport (`remote/`).
+    pub(crate) remote: Option<crate::sched::remote::Remote<P>>,
     /// The run queues, the idle protocol, the phase and the process table
     /// (`core/`). Last: the table outlives every queue that points into it.
     pub(crate) core: Core<P>,
@@ -233,7 +240,7 @@ impl<P: Process> Shared<P> {
         let slot = self
             .core
             .table
-            .get(pid.index())
+            .get(pid.key())
             .ok_or(TerminateError::NoSuchProcess)?;
         match slot.state.terminate(pid.generation()) {
             Notify::Schedule => {
@@ -304,7 +311,7 @@ impl<P: Process> Shared<P> {
                 // A signal now has no one left to answer (see `links.rs`).
                 if let Item::Event(event) = envelope.item {
                     if !matches!(event, Event::Cancel(_)) {
-                        let to = Pid::new(slot.pid().index(), envelope.generation);
+                        let to = Pid::new(slot.pid().key(), envelope.generation);
                         self.undelivered(to, event);
                     }
                 }

@@ -161,6 +161,8 @@ pub const MAP: &[(&str, &[&str])] = &[
         "src/sched/shutdown/",
         &["test:sched_shutdown", "test:sched_shutdown_races"],
     ),
+    // Other nodes: frames out and in over an in-memory transport.
+    ("src/sched/remote/", &["test:remote", "test:sched_links"]),
     ("src/sched/observe/ring.rs", &["test:sched_trace"]),
     (
         "src/sched/observe/api.rs",

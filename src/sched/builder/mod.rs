@@ -15,6 +15,7 @@ use std::time::Duration;
 mod check;
 mod commands;
 mod hooks;
+mod remote;
 
 /// The default of [`Builder::max_events_per_step`]: enough that a step's
 /// fixed cost vanishes against the events it handles, few enough that a
@@ -70,6 +71,8 @@ pub struct Builder<P: Process> {
     pub(crate) simulation: Option<u64>,
     /// The faults it injects.
     pub(crate) faults: Faults,
+    /// The node and its transport (`remote.rs`).
+    remote: remote::Setup<P>,
 }
 
 impl<P: Process> Builder<P> {
@@ -95,6 +98,7 @@ impl<P: Process> Builder<P> {
             blocking_keep_alive: DEFAULT_BLOCKING_KEEP_ALIVE,
             simulation: None,
             faults: Faults::new(),
+            remote: remote::Setup::new(),
         }
     }
 
@@ -469,7 +473,8 @@ impl<P: Process> Builder<P> {
     /// for a value the scheduler cannot honour (0 workers or more than
     /// 65,536, a 0 stack size, a 0 global queue interval, a 0 `park_after`,
     /// a 0 process limit, a trace ring of 0 events or more than 2^32, 0
-    /// events per step, a 0 mailbox capacity, 0 blocking threads): a
+    /// events per step, a 0 mailbox capacity, 0 blocking threads, a
+    /// transport without a codec or a codec without a transport): a
     /// setting is refused rather than bent to another value. Else the error
     /// of a thread that cannot be spawned, naming the stack size if one was
     /// set (threads already started are stopped again).
@@ -493,6 +498,7 @@ impl<P: Process> Builder<P> {
     /// ```
     pub fn build(self) -> io::Result<Scheduler<P>> {
         self.validate()?;
+        let (node, remote) = self.remote.finish()?;
         let workers = self.workers.unwrap_or_else(|| match self.simulation {
             // Not the machine's count: a seed replays on any machine.
             Some(_) => SIMULATED_WORKERS,
@@ -528,6 +534,7 @@ impl<P: Process> Builder<P> {
             self.handlers,
             self.hooks,
             self.monitor,
+            (node, remote),
         )
         .map_err(|error| check::with_stack_size(error, self.stack_size))
     }

@@ -82,7 +82,7 @@ impl<P: Process> Core<P> {
             // Refused by `deliver_signal`, which answers it.
             return None;
         }
-        let slot = self.table.get(pid.index())?;
+        let slot = self.table.get(pid.key())?;
         if !slot.state.claim(pid.generation(), kind) {
             return None;
         }

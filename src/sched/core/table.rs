@@ -24,7 +24,7 @@ use crate::deque::Pointer;
 use crate::mpsc::Mailbox;
 use crate::padded::CachePadded;
 use crate::process::state::{StateWord, LAST_GENERATION};
-use crate::process::{Event, Pid, Process};
+use crate::process::{Event, NodeId, Pid, Process, LOCAL_SLOTS};
 use crate::sync::{AtomicU32, AtomicU64, Ordering, UnsafeCell};
 use core::ptr::NonNull;
 
@@ -88,6 +88,8 @@ pub(crate) struct Slot<P: Process> {
     pub(crate) counts: QueueCounts,
     /// Next free slot index + 1 (0: none); meaningful only while free.
     next_free: AtomicU32,
+    /// The slot's key (`Pid::key`): its node's base plus its place in
+    /// the pages.
     index: u32,
     pub(crate) body: UnsafeCell<Body<P>>,
     /// The body's monitor and link counts, packed (`links::pack_counts`),
@@ -305,11 +307,16 @@ pub(crate) struct Table<P: Process> {
     max_live: usize,
     /// Slots retired at their last generation, never reused.
     retired: AtomicU64,
+    /// The first key of this node's PIDs (`NodeId::base`): a slot's key
+    /// is `base + i` for the `i`th slot of the pages, so that a foreign
+    /// PID's key lands on a page no slot is in (`pid.rs`).
+    base: u32,
 }
 
 impl<P: Process> Table<P> {
-    pub(crate) fn new(workers: usize, max_live: Option<usize>) -> Self {
+    pub(crate) fn new(workers: usize, max_live: Option<usize>, node: NodeId) -> Self {
         Table {
+            base: node.base(),
             pages: Pages::new(),
             free: FreeList::new(),
             fresh: AtomicU32::new(0),
@@ -317,8 +324,8 @@ impl<P: Process> Table<P> {
             closed: (0..workers)
                 .map(|_| CachePadded(AtomicU64::new(0)))
                 .collect(),
-            // Indices are u32 and the last one is kept unused.
-            max_live: max_live.unwrap_or(usize::MAX).min(u32::MAX as usize - 1),
+            // A node's indices are below `LOCAL_SLOTS` (`pid.rs`).
+            max_live: max_live.unwrap_or(usize::MAX).min(LOCAL_SLOTS as usize),
             retired: AtomicU64::new(0),
         }
     }
@@ -337,15 +344,18 @@ impl<P: Process> Table<P> {
         slot.state.age_free(generation);
     }
 
-    /// The slot at `index`, if its page exists.
+    /// The slot of key `key` (a PID's index with its node, `Pid::key`),
+    /// if its page exists. A key of another node wraps past the node's
+    /// last page (`LOCAL_SLOTS`), whose pages are never made: `None`.
     #[inline]
-    pub(crate) fn get(&self, index: u32) -> Option<&Slot<P>> {
-        self.pages.get(index)
+    pub(crate) fn get(&self, key: u32) -> Option<&Slot<P>> {
+        self.pages.get(key.wrapping_sub(self.base))
     }
 
-    /// The slot at `index`, allocating its page if needed.
+    /// The `index`th slot of the pages, allocating its page if needed.
     fn page(&self, index: u32) -> &Slot<P> {
-        self.pages.page(index, Slot::new)
+        let base = self.base;
+        self.pages.page(index, |i| Slot::new(base | i))
     }
 
     /// Takes a free slot and makes it Ready with `occupant` in it; returns
@@ -380,7 +390,7 @@ impl<P: Process> Table<P> {
                 // with Release in `page`) carries the slot's contents.
                 let index = self.fresh.fetch_add(1, Ordering::Relaxed);
                 assert!(
-                    index < u32::MAX,
+                    index < LOCAL_SLOTS,
                     "stepsched: process table index space exhausted"
                 );
                 self.page(index)
@@ -476,8 +486,8 @@ impl<P: Process> Table<P> {
     /// Every slot handed out so far (free or not), in index order.
     pub(crate) fn slots(&self) -> impl Iterator<Item = &Slot<P>> + '_ {
         // Relaxed: only bounds the scan; `get` acquires each page itself.
-        let end = self.fresh.load(Ordering::Relaxed).min(u32::MAX - 1);
-        (0..end).filter_map(move |i| self.get(i))
+        let end = self.fresh.load(Ordering::Relaxed).min(LOCAL_SLOTS);
+        (0..end).filter_map(move |i| self.get(self.base | i))
     }
 
     fn pop_free(&self) -> Option<&Slot<P>> {

@@ -69,7 +69,8 @@ impl<P: Process> Scheduler<P> {
         self.shared
             .deliver_exit(pid, signal)
             .map_err(|refusal| match refusal {
-                Refusal::NoSuchProcess => TerminateError::NoSuchProcess,
+                // `Remote` is forwarded by `deliver_exit`: never here.
+                Refusal::NoSuchProcess | Refusal::Remote => TerminateError::NoSuchProcess,
                 Refusal::ShuttingDown => TerminateError::ShuttingDown,
                 // An exit is never counted against a bound: `Full` cannot
                 // come; were it to, the process is past taking it.

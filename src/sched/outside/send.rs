@@ -72,7 +72,7 @@ impl<P: Process> Scheduler<P> {
             // Before the reservation: the waiter's half of the meeting
             // with the holder that releases places (`bound.rs`, `Room`).
             // A stale PID touches a word it cannot change.
-            if let Some(slot) = self.shared.core.table.get(to.index()) {
+            if let Some(slot) = self.shared.core.table.get(to.key()) {
                 slot.state.touch();
             }
             let m = message.take().expect("taken only by a failed attempt");
@@ -212,7 +212,7 @@ impl<P: Process> Future for SendAsync<'_, P> {
             // Before the reservation: the waiter's half of the meeting
             // with the holder that releases places (`bound.rs`, `Room`).
             // A stale PID touches a word it cannot change.
-            if let Some(slot) = scheduler.shared.core.table.get(to.index()) {
+            if let Some(slot) = scheduler.shared.core.table.get(to.key()) {
                 slot.state.touch();
             }
             let m = message.take().expect("taken only by a failed attempt");

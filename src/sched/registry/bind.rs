@@ -16,13 +16,13 @@ impl<P: Process> Shared<P> {
         let slot = self
             .core
             .table
-            .get(pid.index())
+            .get(pid.key())
             .ok_or(RegisterError::NoSuchProcess(pid))?;
         let mut map = self.registry.lock();
         if let Some(&holder) = map.by_name.get(&*name) {
             return Err(RegisterError::NameTaken { name, holder });
         }
-        if let Some(held) = map.by_slot.get(&pid.index()) {
+        if let Some(held) = map.by_slot.get(&pid.key()) {
             // The slot's process has a name: `pid` is that process (then
             // it is named already) or a stale PID of the slot.
             return Err(if slot.pid() == pid {
@@ -41,7 +41,7 @@ impl<P: Process> Shared<P> {
             // and finds nothing), or the PID never named a live one.
             return Err(RegisterError::NoSuchProcess(pid));
         }
-        map.by_slot.insert(pid.index(), name.clone());
+        map.by_slot.insert(pid.key(), name.clone());
         if let Some(tracing) = &self.trace {
             tracing.name(pid, &name);
         }
@@ -62,8 +62,8 @@ impl<P: Process> Shared<P> {
     pub(crate) fn unregister(&self, name: &str) -> Option<Pid> {
         let mut map = self.registry.lock();
         let pid = map.by_name.remove(name)?;
-        map.by_slot.remove(&pid.index());
-        if let Some(slot) = self.core.table.get(pid.index()) {
+        map.by_slot.remove(&pid.key());
+        if let Some(slot) = self.core.table.get(pid.key()) {
             slot.named.clear();
         }
         Some(pid)
@@ -72,7 +72,7 @@ impl<P: Process> Shared<P> {
     /// The name of the process `pid`, if it has one.
     pub(crate) fn name_of(&self, pid: Pid) -> Option<Name> {
         let map = self.registry.lock();
-        let name = map.by_slot.get(&pid.index())?;
+        let name = map.by_slot.get(&pid.key())?;
         (map.by_name.get(&**name) == Some(&pid)).then(|| name.clone())
     }
 }

@@ -53,7 +53,7 @@ impl Registry {
 impl Map {
     /// Removes the pair of `pid`'s slot, if it names `pid`; returns its name.
     pub(crate) fn remove_slot(&mut self, pid: Pid) -> Option<Name> {
-        let name = self.by_slot.remove(&pid.index())?;
+        let name = self.by_slot.remove(&pid.key())?;
         let holder = self.by_name.remove(&*name);
         debug_assert_eq!(holder, Some(pid), "registry: the two maps disagree");
         Some(name)

@@ -173,7 +173,7 @@ fn a_withdrawn_process_leaves_its_mailbox_to_the_stranded_events_report() {
         // that the scan saw it and the drain waits for it: what orders the
         // drain after the withdrawal is then the live count's Relaxed
         // decrement, which orders nothing.
-        let slot = shared.core.table.get(pid.index()).expect("its slot");
+        let slot = shared.core.table.get(pid.key()).expect("its slot");
         while slot.counts.queued() < 2 {
             std::thread::yield_now();
         }
@@ -257,7 +257,7 @@ fn a_completion_behind_a_message_mid_link_reaches_the_waiting_process() {
         .unwrap();
     let job = s.submit_joinable(Waiter { asked: false }, "", ()).unwrap();
     let pid = job.pid();
-    let slot = s.shared.core.table.get(pid.index()).unwrap();
+    let slot = s.shared.core.table.get(pid.key()).unwrap();
     let done = completer.recv_timeout(Duration::from_secs(60)).unwrap();
     wait_for("the process to wait", || {
         slot.state.load().lifecycle() == crate::process::state::Lifecycle::Blocked

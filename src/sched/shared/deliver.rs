@@ -62,6 +62,9 @@ impl<P: Process> Shared<P> {
     ) -> Result<Option<Task<P>>, Option<Signal>> {
         let slot = match self.admit(pid) {
             Ok(slot) => slot,
+            // Across nodes (`remote/`): a request the transport cannot
+            // carry is answered there; the task is its sender's, if woken.
+            Err(Refusal::Remote) => return Ok(self.forward_signal(pid, signal).err().flatten()),
             Err(_) => return Err(Some(signal)),
         };
         let answer = signal.owed();
@@ -79,7 +82,13 @@ impl<P: Process> Shared<P> {
     /// is freed with it; either way it changes nothing, an exit is owed no
     /// answer).
     pub(crate) fn deliver_exit(&self, pid: Pid, signal: Signal) -> Result<(), Refusal> {
-        let slot = self.admit(pid)?;
+        let slot = match self.admit(pid) {
+            Ok(slot) => slot,
+            Err(Refusal::Remote) => {
+                return (self.forward_signal(pid, signal)).map_err(|_| Refusal::NoSuchProcess)
+            }
+            Err(why) => return Err(why),
+        };
         match self.push(
             slot,
             pid,
@@ -112,8 +121,17 @@ impl<P: Process> Shared<P> {
         signal: Signal,
         nodes: &mut NodeCache<Envelope<P>>,
     ) -> Result<Option<Signal>, Signal> {
-        let Ok(slot) = self.admit(pid) else {
-            return Err(signal);
+        let slot = match self.admit(pid) {
+            Ok(slot) => slot,
+            // Across nodes: nothing pushed here, nothing for
+            // `notify_signals` to notify (it skips a PID with no slot).
+            Err(Refusal::Remote) => {
+                if let Err(Some(task)) = self.forward_signal(pid, signal) {
+                    self.core.schedule_remote(task);
+                }
+                return Ok(None);
+            }
+            Err(_) => return Err(signal),
         };
         let owed = signal.owed();
         let item = Item::Signal(signal);
@@ -129,11 +147,10 @@ impl<P: Process> Shared<P> {
     /// `Err` if it found the process ended (the pushes raced the end): the
     /// caller answers the requests owed an answer.
     pub(crate) fn notify_signals(&self, pid: Pid) -> Result<Option<Task<P>>, ()> {
-        let slot = self
-            .core
-            .table
-            .get(pid.index())
-            .expect("pushed to, so it has a slot");
+        // No slot: a remote PID, whose signals `push_signal` forwarded.
+        let Some(slot) = self.core.table.get(pid.key()) else {
+            return Ok(None);
+        };
         match self.notify_pushed(slot, pid, Wake::Message) {
             (task, true) => Ok(task),
             (_, false) => Err(()),
@@ -160,8 +177,9 @@ impl<P: Process> Shared<P> {
         if self.core.phase() == phase::EXITING {
             return Err(Refusal::ShuttingDown);
         }
-        let Some(slot) = self.core.table.get(pid.index()) else {
-            return Err(Refusal::NoSuchProcess);
+        let Some(slot) = self.core.table.get(pid.key()) else {
+            // The only place a remote PID is told apart (`remote/`).
+            return Err(self.missing(pid));
         };
         let now = slot.state.load();
         if now.generation() != pid.generation() {

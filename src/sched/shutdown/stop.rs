@@ -124,7 +124,7 @@ impl<P: Process> Scheduler<P> {
                 if matches!(state.lifecycle(), Lifecycle::Free | Lifecycle::Complete) {
                     continue;
                 }
-                let pid = Pid::new(slot.pid().index(), state.generation());
+                let pid = Pid::new(slot.pid().key(), state.generation());
                 let cancel = Event::Cancel(Cancel::Shutdown);
                 if shared.deliver_remote(pid, cancel, Wake::Completion).is_ok() {
                     report.cancelled += 1;

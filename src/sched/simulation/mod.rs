@@ -247,7 +247,7 @@ impl<P: Process> Driver<P> {
             .filter_map(|slot| {
                 let state = slot.state.load();
                 let ended = matches!(state.lifecycle(), Lifecycle::Free | Lifecycle::Complete);
-                let pid = Pid::new(slot.pid().index(), state.generation());
+                let pid = Pid::new(slot.pid().key(), state.generation());
                 (!ended && !spared.contains(&pid)).then_some(pid)
             })
             .collect();

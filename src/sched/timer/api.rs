@@ -96,7 +96,7 @@ impl<P: Process> Scheduler<P> {
         if shared.core.phase() != phase::RUNNING {
             return Err(SendError::ShuttingDown(message));
         }
-        let Some(slot) = shared.core.table.get(to.index()) else {
+        let Some(slot) = shared.core.table.get(to.key()) else {
             return Err(SendError::NoSuchProcess(message));
         };
         let state = slot.state.load();

@@ -61,7 +61,10 @@ impl<P: Process> Local<P> {
                         }
                         Err((why, Event::Message(request))) => {
                             let result = Err(match why {
-                                Refusal::NoSuchProcess => ReplyError::NoSuchProcess(request),
+                                // A `call` does not cross nodes (`remote/`).
+                                Refusal::NoSuchProcess | Refusal::Remote => {
+                                    ReplyError::NoSuchProcess(request)
+                                }
                                 Refusal::Finished => ReplyError::Finished(request),
                                 Refusal::ShuttingDown => ReplyError::ShuttingDown(request),
                                 Refusal::Full => ReplyError::Full(request),

@@ -106,7 +106,7 @@ impl<P: Process> Local<P> {
         while let Some(envelope) = unsafe { slot.events.pop_with(&mut self.scratch.nodes) } {
             drained += 1;
             places += u32::from(envelope.counted);
-            let to = Pid::new(pid.index(), envelope.generation);
+            let to = Pid::new(pid.key(), envelope.generation);
             match envelope.item {
                 // The scheduler's own cancels (a shutdown's, a terminate's)
                 // were for this process alone: dropped, as when carried,

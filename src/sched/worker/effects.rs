@@ -21,11 +21,11 @@ impl<P: Process> Local<P> {
     /// of the step to that process was, so resending what comes back, in
     /// order, keeps the sender's order. Returns whether any was refused.
     #[inline]
-    pub(super) fn apply_sends(&mut self, carry: &mut Vec<Event<P>>) -> bool {
+    pub(super) fn apply_sends(&mut self, me: Pid, carry: &mut Vec<Event<P>>) -> bool {
         match self.scratch.effects.sends.len() {
             0 => false, // most steps: no closures to build
-            n if n > WARM_FROM => self.apply_many_sends(carry),
-            _ => self.deliver_sends::<false>(carry),
+            n if n > WARM_FROM => self.apply_many_sends(me, carry),
+            _ => self.deliver_sends::<false>(me, carry),
         }
     }
 
@@ -37,13 +37,19 @@ impl<P: Process> Local<P> {
     /// pay the length check, ~1.
     #[cold]
     #[inline(never)]
-    pub(super) fn apply_many_sends(&mut self, carry: &mut Vec<Event<P>>) -> bool {
-        self.deliver_sends::<true>(carry)
+    pub(super) fn apply_many_sends(&mut self, me: Pid, carry: &mut Vec<Event<P>>) -> bool {
+        self.deliver_sends::<true>(me, carry)
     }
 
     /// The body of [`apply_sends`](Self::apply_sends); `WARM`: look ahead.
+    /// `me`: the sender, which a message to another node names
+    /// (`sched/remote/`).
     #[inline(always)]
-    pub(super) fn deliver_sends<const WARM: bool>(&mut self, carry: &mut Vec<Event<P>>) -> bool {
+    pub(super) fn deliver_sends<const WARM: bool>(
+        &mut self,
+        me: Pid,
+        carry: &mut Vec<Event<P>>,
+    ) -> bool {
         let mut displaced = 0;
         let shared = &*self.shared;
         // Delivers one message; a woken target goes to `runnext`. Returns
@@ -67,7 +73,8 @@ impl<P: Process> Local<P> {
                 }
                 Ok(None) => {}
                 Err((Refusal::Full, Event::Message(message))) => return Err(message),
-                Err((_, event)) => self.shared.undelivered(to, event),
+                // Gone, or of another node (forwarded): out of line.
+                Err((why, event)) => self.shared.unsent(me, to, why, event),
             }
             Ok(false)
         };

@@ -182,7 +182,7 @@ impl<P: Process> Local<P> {
             }
             // A message refused by a full mailbox comes back as an event,
             // which wakes the sender like a completion.
-            more |= self.apply_sends(&mut body.carry);
+            more |= self.apply_sends(pid, &mut body.carry);
             let ending = outcome.is_some() || last || matches!(status, Status::Done(_));
             if !self.scratch.effects.calls.is_empty() {
                 more |= self.apply_calls(pid, body, ending);
@@ -470,7 +470,7 @@ impl<P: Process> Local<P> {
     ) -> Option<Event<P>> {
         let item = envelope.item;
         if envelope.generation != pid.generation() {
-            let stale = Pid::new(pid.index(), envelope.generation);
+            let stale = Pid::new(pid.key(), envelope.generation);
             match item {
                 Item::Event(event) => self.shared.undelivered(stale, event),
                 // A request that landed after its process's `close`.
@@ -547,7 +547,7 @@ impl<P: Process> Local<P> {
                 .shared
                 .core
                 .table
-                .get(pid.index())
+                .get(pid.key())
                 .expect("a spawned process has a slot");
             if let Some(ring) = &mut self.observe.trace {
                 ring.record_effect(Kind::Spawn, pid.into_raw());

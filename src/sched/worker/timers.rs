@@ -438,9 +438,10 @@ impl<P: Process> Local<P> {
                     let nodes = Some(&mut self.scratch.nodes);
                     match shared.deliver(pid, Event::Message(message), Wake::Message, nodes) {
                         Ok(task) => task,
-                        // A process that ended: reported (`Shared::undelivered`).
-                        Err((_, event)) => {
-                            shared.undelivered(pid, event);
+                        // A process that ended: reported (`Shared::undelivered`);
+                        // one of another node: forwarded (`Shared::unsent`).
+                        Err((why, event)) => {
+                            shared.unsent(shared.outside_pid(), pid, why, event);
                             None
                         }
                     }

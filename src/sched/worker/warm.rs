@@ -40,12 +40,12 @@ pub(super) const WARM_FROM: usize = NODE_AHEAD;
 #[inline]
 pub(super) fn warm_sends<P: Process>(shared: &Shared<P>, pending: &[(Pid, P::Message)]) {
     if let Some(&(pid, _)) = pending.get(SLOT_AHEAD) {
-        if let Some(slot) = shared.core.table.get(pid.index()) {
+        if let Some(slot) = shared.core.table.get(pid.key()) {
             prefetch_write(slot);
         }
     }
     if let Some(&(pid, _)) = pending.get(NODE_AHEAD) {
-        if let Some(slot) = shared.core.table.get(pid.index()) {
+        if let Some(slot) = shared.core.table.get(pid.key()) {
             slot.events.prefetch_newest();
         }
     }

@@ -2,7 +2,7 @@
 //! retirement, and the closed count's ordering.
 
 use super::{Occupant, Table};
-use crate::process::{Event, NoCommand, Process, StepOutput};
+use crate::process::{Event, NoCommand, NodeId, Process, StepOutput};
 
 /// A one-word process (the size the slot layout test is about).
 pub(crate) struct Nop(#[allow(dead_code)] pub(crate) u64);
@@ -51,7 +51,7 @@ fn the_counted_flag_fits_in_the_envelopes_padding() {
 
 #[test]
 fn freed_slots_are_reused_with_a_new_generation() {
-    let table = Table::<Nop>::new(1, Some(2));
+    let table = Table::<Nop>::new(1, Some(2), NodeId::default());
     let mut cache = super::FreeCache::default();
     let a = table
         .insert(Occupant::Process(Nop(0), None), 0, None, 0)
@@ -91,7 +91,7 @@ fn freed_slots_are_reused_with_a_new_generation() {
 #[test]
 fn a_slot_at_its_last_generation_is_retired_not_reused() {
     use crate::process::state::{Notify, Wake, LAST_GENERATION};
-    let table = Table::<Nop>::new(1, None);
+    let table = Table::<Nop>::new(1, None, NodeId::default());
     let mut cache = super::FreeCache::default();
     let first = table
         .insert(Occupant::Process(Nop(0), None), 0, None, 0)
@@ -141,7 +141,7 @@ fn a_slot_at_its_last_generation_is_retired_not_reused() {
 #[test]
 fn whoever_sees_a_close_counted_sees_what_the_closer_did_before() {
     use crate::sync::{AtomicU64, Ordering};
-    let table = Table::<Nop>::new(1, None);
+    let table = Table::<Nop>::new(1, None, NodeId::default());
     let forced = AtomicU64::new(0);
     let slot = table
         .insert(Occupant::Process(Nop(0), None), 0, None, 0)
@@ -160,4 +160,38 @@ fn whoever_sees_a_close_counted_sees_what_the_closer_did_before() {
         }
         assert_eq!(forced.load(Ordering::Relaxed), 1, "the close's increment");
     });
+}
+
+/// A node's table issues PIDs of its node, finds them by their key, and
+/// finds no slot for a PID of another node, below or above it, with the
+/// same slot index (`pid.rs`: the failed lookup is the only remote check),
+/// even with a page for that index.
+#[test]
+fn a_pid_of_another_node_finds_no_slot() {
+    let node = NodeId::new(5).expect("a node");
+    let table = Table::<Nop>::new(1, None, node);
+    let mut slots = Vec::new();
+    for _ in 0..100 {
+        let slot = table
+            .insert(Occupant::Process(Nop(0), None), 0, None, 0)
+            .ok()
+            .expect("room");
+        slots.push(slot.pid());
+    }
+    let pid = slots[99];
+    assert_eq!(pid.node(), node);
+    assert!(table.get(pid.key()).is_some());
+    for other in [0u8, 4, 6, 254] {
+        let foreign = crate::process::Pid::from_raw(
+            u64::from(pid.generation()) << 32 | u64::from(other) << 24 | u64::from(pid.index()),
+        );
+        assert_ne!(foreign.node(), node);
+        assert!(table.get(foreign.key()).is_none(), "node {other}");
+    }
+    assert!(table.get(crate::process::Pid::OUTSIDE.key()).is_none());
+    assert_eq!(
+        table.slots().count(),
+        100,
+        "the dump's scan finds each slot"
+    );
 }

@@ -173,12 +173,7 @@ fn a_task_for_a_process_not_ready_is_refused_and_counted() {
     let (victim, steps) = counter(None);
     let victim = s.submit_joinable(victim, "", ()).expect("submitted");
     wait_steps(&steps, 1);
-    let slot = s
-        .shared
-        .core
-        .table
-        .get(victim.pid().index())
-        .expect("a slot");
+    let slot = s.shared.core.table.get(victim.pid().key()).expect("a slot");
     s.shared
         .core
         .schedule_remote(crate::sched::core::table::Task::new(slot));
