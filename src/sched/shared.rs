@@ -60,7 +60,7 @@ pub(crate) struct Config {
     /// The seed, if this scheduler is a simulation (`simulation/`).
     pub(crate) simulation: Option<u64>,
     /// The faults a simulation injects.
-    pub(crate) faults: crate::sched::simulation::Thresholds,
+    pub(crate) faults: crate::sched::simulation::faults::Thresholds,
 }
 
 /// Why an event was refused before it was queued.

@@ -89,13 +89,12 @@ use std::time::Duration;
 
 mod api;
 pub(crate) mod drive;
-mod faults;
+pub(crate) mod faults;
 mod rng;
 
 pub(crate) use drive::{Drive, Limit};
 pub use drive::{Run, Stopped};
 pub use faults::Faults;
-pub(crate) use faults::Thresholds;
 
 /// The virtual time a step of a simulation takes: 1 µs. Time moves while
 /// processes run, so a process that polls for a deadline with `Continue`
