@@ -47,8 +47,10 @@
 //!
 //! A slot is reused, and the counters are not reset with it: a message
 //! reserved for a process that then ended, and pushed after its mailbox was
-//! drained, holds its place until the next holder drains it (as
-//! undelivered), like the dump's queued counters (`figures.rs`). Each
+//! drained, holds its place until the drain that reports it as undelivered
+//! (the closer's second drain, a late sender's sweep, or the slot's next
+//! holder: `shared/late.rs`), which gives it back, like the dump's queued
+//! counters (`figures.rs`). Each
 //! envelope records whether it holds a place, so the release is exact even
 //! when the limit changes between incarnations.
 

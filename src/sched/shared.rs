@@ -2,9 +2,10 @@
 //! workers and every [`Completer`](crate::sched::Completer): the core's part
 //! (`core/shared.rs`: the run queues, the idle protocol, the phase, the
 //! process table) and each room's own, and the delivery path
-//! (`shared/deliver.rs`).
+//! (`shared/deliver.rs`), with what a push that raced its process's end
+//! owes (`shared/late.rs`).
 
-use crate::process::state::Notify;
+use crate::process::state::{Lifecycle, Notify};
 use crate::process::{
     panic_message, Event, Name, Names, Pid, Process, ProcessError, RegisterError, SpawnError,
     SpawnOptions, Spawner,
@@ -28,6 +29,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 pub(crate) use crate::sched::core::phase;
 
 mod deliver;
+mod late;
 pub(crate) use crate::sched::observe::hooks::Hooks;
 
 /// Tuning, fixed at build time.
@@ -250,7 +252,8 @@ impl<P: Process> Shared<P> {
             }
             Notify::Nothing => Ok(()),
             Notify::Finished => Err(TerminateError::Finished),
-            Notify::Stale => {
+            // `terminate` pushes nothing, so it has nothing to sweep.
+            Notify::Stale | Notify::Sweep => {
                 let current = slot.state.load().generation();
                 // Generations only grow (see `LAST_GENERATION`).
                 if current > pid.generation() {
@@ -292,18 +295,25 @@ impl<P: Process> Shared<P> {
     }
 
     /// Reports every event still in a mailbox: events accepted just as their
-    /// process ended and pushed after its worker drained it, and those of a
-    /// withdrawn process (but the scheduler's own cancels). They are
-    /// otherwise reported when the slot is next used. A sender that read the
-    /// phase before EXITING may still push meanwhile; `Drop`'s drain reports
-    /// that event (loom: `loom-tests/tests/drain.rs`).
+    /// process ended, and those of a withdrawn process (but the scheduler's
+    /// own cancels). A freed slot is swept as a late sender sweeps it
+    /// (`shared/late.rs`), unless one already is. A sender that read the
+    /// phase before EXITING may still push meanwhile; its own notify, or
+    /// `Drop`'s drain, reports that event (loom: `loom-tests/tests/drain.rs`).
+    /// A withdrawn process's slot (free, and swept by no one) is drained
+    /// here. `alone`: no other party is left (`Drop`), so every mailbox is
+    /// popped as it is.
     ///
     /// # Safety
     ///
-    /// The caller must be every mailbox's only consumer (the workers joined;
-    /// `withdraw` never pops). Deliveries may still be under way.
-    pub(crate) unsafe fn report_stranded(&self) {
+    /// The caller must be every live slot's mailbox's only consumer (the
+    /// workers joined; `withdraw` never pops). Deliveries may still be
+    /// under way unless `alone`.
+    pub(crate) unsafe fn report_stranded(&self, alone: bool) {
         for slot in self.core.table.slots() {
+            if !alone && self.left_to_a_sweep(slot) {
+                continue;
+            }
             let mut drained = 0;
             // SAFETY: the caller's contract makes us the only consumer.
             while let Some(envelope) = unsafe { slot.events.pop() } {
@@ -323,6 +333,28 @@ impl<P: Process> Shared<P> {
     }
 }
 
+impl<P: Process> Shared<P> {
+    /// For shutdown's report: a late sender may sweep a freed slot at any
+    /// time, so a freed slot is claimed (and swept) first, or left to the
+    /// sweeper that holds it. `false` if the caller drains `slot` itself: a
+    /// slot in use, or a withdrawn process's, which no sweeper ever holds.
+    #[cold]
+    fn left_to_a_sweep(&self, slot: &Slot<P>) -> bool {
+        let now = slot.state.load();
+        if now.lifecycle() != Lifecycle::Free || now.is_withdrawn() {
+            return false;
+        }
+        if slot.state.try_sweep() {
+            self.sweep(slot);
+            return true;
+        }
+        // Held by a sweeper, or taken for a new process since the load
+        // (then drained as a slot in use: no worker is left to pop it).
+        let now = slot.state.load();
+        now.lifecycle() == Lifecycle::Free && !now.is_withdrawn()
+    }
+}
+
 impl<P: Process> Drop for Shared<P> {
     /// Reports what is still in a mailbox when the last party lets go:
     /// an event accepted by a `deliver` that raced the end of the scheduler
@@ -332,7 +364,7 @@ impl<P: Process> Drop for Shared<P> {
     fn drop(&mut self) {
         // SAFETY: `&mut self`: no worker, sender or completer is left, so
         // this thread is every mailbox's only consumer.
-        unsafe { self.report_stranded() };
+        unsafe { self.report_stranded(true) };
         // Timers still pending (`shutdown` closes the wheels; this covers a
         // shutdown that left a stuck worker): their messages are reported.
         self.close_timers();

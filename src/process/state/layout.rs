@@ -9,6 +9,21 @@ pub(super) const WOKEN: u64 = 1 << 3;
 pub(super) const MESSAGED: u64 = 1 << 4;
 pub(super) const TERMINATE: u64 = 1 << 5;
 pub(super) const CLOSE: u64 = 1 << 6;
+/// On a Complete or Free word, `MESSAGED`'s bit says *late*: an event was
+/// pushed for the ended process after its close may have drained the
+/// mailbox, and whoever holds the mailbox then drains it again
+/// (`StateWord::free`, `StateWord::end_sweep`).
+pub(super) const LATE: u64 = MESSAGED;
+/// On a Free word, `WOKEN`'s bit says *sweeping*: a late sender holds the
+/// freed slot's mailbox to drain it (`StateWord::notify`'s
+/// [`Notify::Sweep`](super::Notify::Sweep)); the slot is not reused until
+/// it lets go.
+pub(super) const SWEEP: u64 = WOKEN;
+/// On a Free word, `CLOSE`'s bit says *withdrawn*: the slot held a process
+/// its creator withdrew (`StateWord::free_withdrawn`). It stays sweeping
+/// for good, so no late sender drains it; shutdown's report of stranded
+/// events and the scheduler's drop do.
+pub(super) const WITHDRAWN: u64 = CLOSE;
 pub(super) const GENERATION_SHIFT: u32 = 32;
 
 /// The last generation a slot reaches. A slot freed into it is *retired*:
@@ -90,6 +105,14 @@ impl Snapshot {
     #[inline]
     pub fn is_terminating(self) -> bool {
         self.0 & TERMINATE != 0
+    }
+
+    /// Whether the slot is free and held out of use for good, its process
+    /// withdrawn by its creator: its mailbox is left to the drains of
+    /// shutdown and of the scheduler's drop.
+    #[inline]
+    pub fn is_withdrawn(self) -> bool {
+        self.lifecycle() == Lifecycle::Free && self.0 & WITHDRAWN != 0
     }
 
     #[inline]

@@ -20,6 +20,13 @@
 //!   this generation.
 //! - `CLOSE`: terminate found the process waiting, so it is closed without
 //!   another step. Never unset for this generation.
+//! - On a Complete or Free word `MESSAGED`'s bit is *late* (an event was
+//!   pushed after the close may have drained the mailbox: the closer's
+//!   `free` fails and it drains again, or a sweeper goes round again) and
+//!   on a Free word `WOKEN`'s is *sweeping* (a late sender holds the freed
+//!   slot's mailbox to drain it: [`Notify::Sweep`]; the table passes the
+//!   slot over until [`StateWord::end_sweep`]). A withdrawn process's slot
+//!   stays sweeping for good (`Table::withdraw`). See `sched/shared/late.rs`.
 //! - *generation*: bumped when the slot is freed, so operations carrying an
 //!   older generation (a stale PID) fail instead of touching a newer process.
 //!   It never wraps: a slot freed at [`LAST_GENERATION`] is retired by the
@@ -50,9 +57,11 @@
 //! if the notifier's comes first, the worker's Acquire CAS reads it (or an
 //! RMW after it, continuing its release sequence), so the drain sees the
 //! push; if the worker's comes first, the notifier sees Running and leaves
-//! a bit for the end of the step. Only a finished or stale target skips the
-//! write: its event is reported as undelivered by whoever drains the slot
-//! next (`Shared::deliver`).
+//! a bit for the end of the step. A finished target is written too (marked
+//! late), and a freed one taken to sweep, so that an event pushed after the
+//! close's drain is reported at once (`sched/shared/late.rs`); only a stale
+//! target, its slot already reused, skips the write: the slot's new holder
+//! reports the event as another generation's.
 //!
 //! The word's bits, its lifecycle states and the snapshot a load returns
 //! are in `layout.rs`; the transitions, each one CAS, in `transitions.rs`.
@@ -62,4 +71,4 @@ mod transitions;
 
 pub(crate) use layout::LAST_GENERATION;
 pub use layout::{Lifecycle, Snapshot};
-pub use transitions::{AfterStep, Notify, Park, Start, StateWord, Wake};
+pub use transitions::{AfterStep, Late, Notify, Park, Start, StateWord, Wake};

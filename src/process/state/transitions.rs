@@ -3,7 +3,8 @@
 //! the [module docs](super) for the protocol).
 
 use super::layout::{
-    Lifecycle, Snapshot, CLOSE, GENERATION_SHIFT, LAST_GENERATION, MESSAGED, TERMINATE, WOKEN,
+    Lifecycle, Snapshot, CLOSE, GENERATION_SHIFT, LAST_GENERATION, LATE, MESSAGED, SWEEP, WITHDRAWN,
+    TERMINATE, WOKEN,
 };
 use crate::sync::{AtomicU64, Ordering};
 use core::fmt;
@@ -26,11 +27,24 @@ pub enum Notify {
     /// Nothing: it is queued or running (a wakeup bit was left), or it is
     /// blocked and the event does not wake it.
     Nothing,
-    /// The process has completed.
+    /// The process has completed. If it is still Complete, its closer
+    /// drains the mailbox again before it frees the slot (the word is
+    /// marked late).
     Finished,
     /// The slot now holds another generation: the PID is stale.
     Stale,
+    /// The process had ended and its slot was freed, with nothing since:
+    /// the event may have been pushed after the close's last drain. The
+    /// notifier now holds the freed slot's mailbox (sweeping) and must
+    /// drain it, report what it finds, and let go with
+    /// [`StateWord::end_sweep`].
+    Sweep,
 }
+
+/// A push came after the closer's drain: from [`StateWord::free`], which
+/// then leaves the slot Complete for the closer to drain again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Late;
 
 /// How a step begins, from [`StateWord::start`].
 #[must_use]
@@ -118,7 +132,22 @@ impl StateWord {
     ///
     /// If the slot is not free (the table's free list is broken), or is
     /// retired (freed at [`LAST_GENERATION`]).
+    #[cfg(any(test, loom))]
     pub fn activate(&self) -> u32 {
+        self.try_activate()
+            .expect("state word: activate a slot being swept")
+    }
+
+    /// [`activate`](Self::activate), or `None`, with the word unchanged, if
+    /// a late sender is sweeping the slot's mailbox ([`Notify::Sweep`]):
+    /// the table then takes another slot. A sweep touches only the mailbox
+    /// and the bound's released count, so the caller may have written the
+    /// body before; the CAS publishes it.
+    ///
+    /// # Panics
+    ///
+    /// As [`activate`](Self::activate).
+    pub fn try_activate(&self) -> Option<u32> {
         self.update(|s| {
             assert_eq!(
                 s.lifecycle(),
@@ -129,7 +158,11 @@ impl StateWord {
                 s.generation() < LAST_GENERATION,
                 "state word: activate a retired slot"
             );
-            (Some(s.with_lifecycle(Lifecycle::Ready)), s.generation())
+            if s.0 & SWEEP != 0 {
+                return (None, None);
+            }
+            let ready = s.with_lifecycle(Lifecycle::Ready);
+            (Some(ready), Some(s.generation()))
         })
     }
 
@@ -154,14 +187,19 @@ impl StateWord {
     /// invariant): a CAS where something changes, else a `fetch_add(0)`,
     /// which changes nothing but, unlike a load, takes its place in the
     /// word's modification order (and compiles, on x86, to a fenced load).
-    #[inline]
+    /// The same holds for a process that ended (late pushes): its word is
+    /// marked late, or, once freed, the notifier takes its mailbox to sweep
+    /// ([`Notify::Sweep`]), so that a push which came after the close's
+    /// drain is reported at once, not when the slot is next used.
+    /// Inlined always: it is on every delivery's path.
+    #[inline(always)]
     pub fn notify(&self, generation: u32, kind: Wake) -> Notify {
         let mut s = self.load();
         // Whether the RMW that read `s` is already done.
         let mut written = false;
         loop {
             if s.generation() != generation {
-                return Notify::Stale;
+                return self.notify_freed(s, generation);
             }
             let (next, verdict) = match (s.lifecycle(), kind) {
                 (Lifecycle::Idle, _) | (Lifecycle::Blocked, Wake::Completion) => {
@@ -173,17 +211,30 @@ impl StateWord {
                 (Lifecycle::Running, Wake::Message) if !s.is_messaged() => {
                     (s.0 | MESSAGED, Notify::Nothing)
                 }
-                (Lifecycle::Complete, _) | (Lifecycle::Free, _) => return Notify::Finished,
+                // Ended, not yet freed: its closer may have drained the
+                // mailbox before our push. Marked late, the closer's `free`
+                // fails and it drains again (loom: `drain.rs`,
+                // `a_push_that_races_its_process_end_is_reported_before_the_slot_is_reused`).
+                (Lifecycle::Complete, _) if s.0 & LATE == 0 => (s.0 | LATE, Notify::Finished),
+                // Marked already, by an RMW that read after ours: the
+                // closer's `free` reads ours too. (Not yet written: below.)
+                (Lifecycle::Complete, _) if written => return Notify::Finished,
+                // Of this generation only if never issued (the sender's
+                // admission refuses it): nothing of ours can be in it.
+                (Lifecycle::Free, _) => return Notify::Finished,
                 // Ready, Running with the bit already set, or Blocked and a
                 // message: nothing to change, but the word must be written.
                 _ if written => return Notify::Nothing,
                 _ => {
-                    // Release (notify-writes): a worker whose later CAS reads
-                    // this value or a later one (the release sequence goes
-                    // on through RMWs) sees our push. No Acquire: a notifier
-                    // reads nothing the process's holder wrote; the next
-                    // holder's `start` acquires the previous holder's writes
-                    // through the release sequence our RMW continues (loom:
+                    // Release (notify-writes): a worker whose later CAS
+                    // reads this value or a later one (the release sequence
+                    // goes on through RMWs) sees our push; for an ended
+                    // process, so does the closer whose `free` reads the
+                    // late mark another sender set and clears it after our
+                    // RMW. No Acquire: a notifier reads nothing the
+                    // process's holder wrote; the next holder's `start`
+                    // acquires the previous holder's writes through the
+                    // release sequence our RMW continues (loom:
                     // `handoff.rs`). The value it read is current, so it is
                     // decided on again: if it still needs no change, this
                     // RMW was the write.
@@ -202,6 +253,66 @@ impl StateWord {
                 }
             }
         }
+    }
+
+    /// [`notify`](Self::notify) of a process whose slot has moved on from
+    /// `generation`: freed with nothing since (the next generation, Free),
+    /// the notifier takes the mailbox to sweep it, or, if another sweeper
+    /// holds it, marks it late for that sweeper to drain again; reused
+    /// (or further on), the PID is stale and the slot's next holder
+    /// reports the event as another generation's.
+    #[cold]
+    #[inline(never)]
+    fn notify_freed(&self, mut s: Snapshot, generation: u32) -> Notify {
+        loop {
+            if s.generation() != generation.wrapping_add(1) || s.lifecycle() != Lifecycle::Free {
+                return Notify::Stale;
+            }
+            let (next, verdict) = if s.0 & SWEEP == 0 {
+                (s.0 | SWEEP, Notify::Sweep)
+            } else {
+                // Written even if already late: the sweeper's `end_sweep`
+                // must read our RMW, not only an earlier mark.
+                (s.0 | LATE, Notify::Stale)
+            };
+            // AcqRel. Acquire: the sweeper pops where the closer (its `free`,
+            // Release) or the last sweeper (`end_sweep`, Release) left the
+            // mailbox. Release: a sweeper's `end_sweep` that reads our late
+            // mark (or a later RMW) sees our push. Relaxed on failure: the
+            // value is decided on again.
+            match (self.0).compare_exchange_weak(s.0, next, Ordering::AcqRel, Ordering::Relaxed) {
+                Ok(_) => return verdict,
+                Err(actual) => s = Snapshot(actual),
+            }
+        }
+    }
+
+    /// Lets go of a freed slot's mailbox after a sweep ([`Notify::Sweep`]):
+    /// `true` if nothing came meanwhile (the slot may be reused); `false`
+    /// if a late push marked it (the mark is cleared, the caller still
+    /// holds the mailbox and drains it again).
+    pub fn end_sweep(&self) -> bool {
+        self.update(|s| {
+            debug_assert!(s.lifecycle() == Lifecycle::Free && s.0 & SWEEP != 0);
+            if s.0 & LATE != 0 {
+                (Some(s.0 & !LATE), false)
+            } else {
+                (Some(s.0 & !SWEEP), true)
+            }
+        })
+    }
+
+    /// Takes a freed slot's mailbox to drain it (sweeping), as
+    /// [`Notify::Sweep`] gives it a late sender: `false` if the slot is not
+    /// free or another sweeper holds it (that sweeper reports what is
+    /// there). For shutdown's report of stranded events.
+    pub fn try_sweep(&self) -> bool {
+        self.update(|s| {
+            if s.lifecycle() != Lifecycle::Free || s.0 & SWEEP != 0 {
+                return (None, false);
+            }
+            (Some(s.0 | SWEEP), true)
+        })
     }
 
     /// Takes the waiting process of `generation` for the caller, as
@@ -322,12 +433,15 @@ impl StateWord {
         })
     }
 
-    /// Running -> Complete. Later notifiers get [`Notify::Finished`].
+    /// Running -> Complete, clearing the wakeup bits (on a Complete word
+    /// `MESSAGED`'s bit marks a late push). Later notifiers get
+    /// [`Notify::Finished`].
     #[inline]
     pub fn complete(&self) {
         self.update(|s| {
             debug_assert_eq!(s.lifecycle(), Lifecycle::Running);
-            (Some(s.with_lifecycle(Lifecycle::Complete)), ())
+            let next = s.with_lifecycle(Lifecycle::Complete) & !(WOKEN | MESSAGED);
+            (Some(next), ())
         })
     }
 
@@ -335,9 +449,20 @@ impl StateWord {
     /// the process, after it drained the event queue. Returns the new
     /// generation: at [`LAST_GENERATION`] the caller must retire the slot
     /// (never [`activate`](StateWord::activate) it again).
-    pub fn free(&self) -> u32 {
+    ///
+    /// # Errors
+    ///
+    /// [`Late`] if a notify marked the word since the close began (or since
+    /// the last `Late`): an event may have been pushed after the drain. The
+    /// mark is cleared and the slot stays Complete; the caller drains the
+    /// mailbox again and retries. Its Acquire reads the late notify's
+    /// Release, so that drain sees the push.
+    pub fn free(&self) -> Result<u32, Late> {
         self.update(|s| {
             debug_assert_eq!(s.lifecycle(), Lifecycle::Complete);
+            if s.0 & LATE != 0 {
+                return (Some(s.0 & !LATE), Err(Late));
+            }
             // A retired slot is never activated, so it is never freed again.
             assert!(
                 s.generation() < LAST_GENERATION,
@@ -346,7 +471,24 @@ impl StateWord {
             let generation = s.generation() + 1;
             (
                 Some(u64::from(generation) << GENERATION_SHIFT | Lifecycle::Free as u64),
-                generation,
+                Ok(generation),
+            )
+        })
+    }
+
+    /// Complete -> Free and sweeping, for good, bumping the generation: the
+    /// free of a process its creator withdrew during shutdown
+    /// (`Table::withdraw`). Its mailbox is left to shutdown's drains (the
+    /// word is marked withdrawn: [`Snapshot::is_withdrawn`]), so no late
+    /// sender may sweep it (one marks it late and leaves it), and the table
+    /// never reuses it.
+    pub fn free_withdrawn(&self) {
+        self.update(|s| {
+            debug_assert_eq!(s.lifecycle(), Lifecycle::Complete);
+            let generation = u64::from(s.generation().saturating_add(1));
+            (
+                Some(generation << GENERATION_SHIFT | SWEEP | WITHDRAWN | Lifecycle::Free as u64),
+                (),
             )
         })
     }
@@ -430,12 +572,38 @@ mod tests {
     fn stale_generation_is_refused_after_free() {
         let (word, g) = running();
         word.complete();
-        assert_eq!(word.notify(g, Wake::Message), Notify::Finished);
-        word.free();
-        assert_eq!(word.notify(g, Wake::Message), Notify::Stale);
+        assert_eq!(word.free(), Ok(g + 1));
         let g2 = word.activate();
         assert_eq!(g2, g + 1);
+        assert_eq!(word.notify(g, Wake::Message), Notify::Stale);
         assert_eq!(word.terminate(g), Notify::Stale);
+    }
+
+    #[test]
+    fn a_late_notify_makes_the_closer_drain_again_before_the_free() {
+        let (word, g) = running();
+        word.complete();
+        assert_eq!(word.notify(g, Wake::Message), Notify::Finished);
+        assert_eq!(word.notify(g, Wake::Completion), Notify::Finished);
+        assert_eq!(word.free(), Err(Late), "two late pushes, one more drain");
+        assert_eq!(word.free(), Ok(g + 1));
+    }
+
+    #[test]
+    fn a_notify_after_the_free_sweeps_and_holds_off_reuse_until_done() {
+        let (word, g) = running();
+        word.complete();
+        assert_eq!(word.free(), Ok(g + 1));
+        assert_eq!(word.notify(g, Wake::Message), Notify::Sweep);
+        // A second late sender leaves the sweep to the first, marked late.
+        assert_eq!(word.notify(g, Wake::Message), Notify::Stale);
+        assert!(!word.try_sweep(), "one sweeper at a time");
+        assert_eq!(word.try_activate(), None, "not reused while swept");
+        assert!(!word.end_sweep(), "marked late: drain again");
+        assert!(word.end_sweep());
+        assert_eq!(word.try_activate(), Some(g + 1));
+        assert!(!word.load().is_messaged() && !word.load().is_woken());
+        assert_eq!(word.notify(g, Wake::Message), Notify::Stale);
     }
 
     #[test]
@@ -446,8 +614,14 @@ mod tests {
         assert_eq!(g, LAST_GENERATION - 1);
         assert_eq!(word.start(), Start::Step { last: false });
         word.complete();
-        assert_eq!(word.free(), LAST_GENERATION, "the caller must retire it");
-        assert_eq!(word.notify(g, Wake::Message), Notify::Stale);
+        assert_eq!(
+            word.free(),
+            Ok(LAST_GENERATION),
+            "the caller must retire it"
+        );
+        // A late push is still swept from a retired slot.
+        assert_eq!(word.notify(g, Wake::Message), Notify::Sweep);
+        assert!(word.end_sweep());
         assert_eq!(word.notify(0, Wake::Message), Notify::Stale);
     }
 

@@ -88,10 +88,13 @@ impl<P: Process> Builder<P> {
     /// process the event was for, or closes it), or at the end of
     /// [`Scheduler::shutdown`] on its caller's thread. An event whose
     /// delivery raced its target's end (accepted, then queued after the
-    /// closing worker's last look at the mailbox) waits in the slot until
-    /// the next process there finds it, or until the shutdown: reported
-    /// late, with no bound on how late in a scheduler whose slot is not
-    /// reused, but never lost. If it panics, the
+    /// closing worker's last look at the mailbox) is reported by that
+    /// worker before it frees the slot, or, if the slot was freed first,
+    /// by the sender before its send returns (on the sender's thread:
+    /// a worker, a handler, or the caller of
+    /// [`Scheduler::send`](crate::sched::Scheduler::send)). Only if the
+    /// slot was also reused in between does it wait for the slot's new
+    /// process to take its next step or end. If it panics, the
     /// panic is contained and counted in
     /// [`Stats::hook_panics`](crate::sched::Stats::hook_panics), the event is
     /// dropped (it is counted in [`Stats::undelivered`](crate::sched::Stats::undelivered)

@@ -23,7 +23,7 @@
 use crate::deque::Pointer;
 use crate::mpsc::Mailbox;
 use crate::padded::CachePadded;
-use crate::process::state::{StateWord, LAST_GENERATION};
+use crate::process::state::{Late, StateWord, LAST_GENERATION};
 use crate::process::{Event, NodeId, Pid, Process, LOCAL_SLOTS};
 use crate::sync::{AtomicU32, AtomicU64, Ordering, UnsafeCell};
 use core::ptr::NonNull;
@@ -380,26 +380,48 @@ impl<P: Process> Table<P> {
             self.created.fetch_sub(1, Ordering::Relaxed);
             return Err((occupant, Full::AtCapacity));
         }
+        let slot = self.take_free(local);
+        self.fill(slot, occupant, limit, now);
+        if slot.state.try_activate().is_none() {
+            return Ok(self.insert_elsewhere(slot, limit, now));
+        }
+        Ok(slot)
+    }
+
+    /// A free slot for `insert`: from the worker's cache, else the shared
+    /// free list, else a fresh one.
+    #[inline]
+    fn take_free(&self, local: Option<&mut FreeCache>) -> &Slot<P> {
         let cached = local
             .and_then(|cache| cache.0.pop())
             .and_then(|i| self.get(i));
-        let slot = match cached.or_else(|| self.pop_free()) {
+        match cached.or_else(|| self.pop_free()) {
             Some(slot) => slot,
-            None => {
-                // Relaxed: only uniqueness matters; the page (published
-                // with Release in `page`) carries the slot's contents.
-                let index = self.fresh.fetch_add(1, Ordering::Relaxed);
-                assert!(
-                    index < LOCAL_SLOTS,
-                    "stepsched: process table index space exhausted"
-                );
-                self.page(index)
-            }
-        };
+            None => self.fresh_slot(),
+        }
+    }
+
+    /// A slot never used yet.
+    fn fresh_slot(&self) -> &Slot<P> {
+        // Relaxed: only uniqueness matters; the page (published with
+        // Release in `page`) carries the slot's contents.
+        let index = self.fresh.fetch_add(1, Ordering::Relaxed);
+        assert!(
+            index < LOCAL_SLOTS,
+            "stepsched: process table index space exhausted"
+        );
+        self.page(index)
+    }
+
+    /// Puts `occupant` in the body of `slot`, a free slot the caller took
+    /// (no one else holds its body until `try_activate` publishes it: a
+    /// late sender sweeping its mailbox touches nothing else), with its
+    /// figures reset and its mailbox's limit.
+    #[inline(always)]
+    fn fill(&self, slot: &Slot<P>, occupant: Occupant<P>, limit: u32, now: u64) {
         {
-            // SAFETY: the slot is Free and was just taken from the free list
-            // (or is fresh): no one else holds it until `activate` publishes
-            // it, and the borrow ends with this block, before that.
+            // SAFETY: as above; the borrow ends with this block, before the
+            // activation.
             let body = unsafe { slot.body() };
             body.pending.clear();
             match occupant {
@@ -410,18 +432,56 @@ impl<P: Process> Table<P> {
                 Occupant::Outside(inbox) => body.extra_mut().outside = Some(inbox),
             }
         }
-        // Before `activate`, so a dump that sees the new process sees the
-        // reset, not its predecessor's figures (`figures.rs`).
+        // Before the activation, so a dump that sees the new process sees
+        // the reset, not its predecessor's figures (`figures.rs`).
         slot.figures.reset(now);
         slot.bound.set_limit(limit);
-        let _generation = slot.state.activate();
-        Ok(slot)
+    }
+
+    /// `insert`'s way round a slot a late sender is sweeping
+    /// (`Shared::sweep`): the occupant is taken back out of it, the slot
+    /// goes back to the free list, and a fresh slot, which no PID ever
+    /// named, takes the occupant instead.
+    #[cold]
+    #[inline(never)]
+    fn insert_elsewhere(&self, swept: &Slot<P>, limit: u32, now: u64) -> &Slot<P> {
+        let occupant = {
+            // SAFETY: still Free and ours, as in `fill`; the borrow ends
+            // with this block.
+            let body = unsafe { swept.body() };
+            match body.process.take() {
+                Some(process) => Occupant::Process(process, body.joiner.take()),
+                None => {
+                    let extra =
+                        (body.extra.take()).expect("a receiver's inbox is in its extra part");
+                    Occupant::Outside(extra.outside.expect("a receiver's inbox"))
+                }
+            }
+        };
+        self.push_free_chain(&[swept.index]);
+        let slot = self.fresh_slot();
+        self.fill(slot, occupant, limit, now);
+        slot.state
+            .try_activate()
+            .expect("a fresh slot is never swept");
+        slot
     }
 
     /// Returns a slot whose process has completed and been drained, on
     /// worker `worker`, into its cache `local`.
-    pub(crate) fn remove(&self, slot: &Slot<P>, worker: usize, local: &mut FreeCache) {
-        if slot.state.free() < LAST_GENERATION {
+    ///
+    /// # Errors
+    ///
+    /// [`Late`] if an event was pushed since the mailbox's drain (a notify
+    /// marked the word): nothing is done, and the caller drains it again
+    /// and retries.
+    pub(crate) fn remove(
+        &self,
+        slot: &Slot<P>,
+        worker: usize,
+        local: &mut FreeCache,
+    ) -> Result<(), Late> {
+        if slot.state.free()? < LAST_GENERATION {
             local.0.push(slot.index);
         } else {
             // Retired: reusing it would wrap the generation back to ones
@@ -445,19 +505,21 @@ impl<P: Process> Table<P> {
         // reporting processes closed by force as completed (the test:
         // `whoever_sees_a_close_counted_sees_what_the_closer_did_before`).
         closed.store(closed.load(Ordering::Relaxed) + 1, Ordering::Release);
+        Ok(())
     }
 
     /// Returns a slot that was made Ready by `insert` and then withdrawn by
     /// its creator before it was ever queued (shutdown began): it is
-    /// Complete and drained. Frees it to the shared free list and gives back
-    /// its place in the live count, as if it had never been created.
+    /// Complete. Gives back its place in the live count, as if it had never
+    /// been created, and leaves the slot out of use for good
+    /// ([`StateWord::free_withdrawn`]): anything in its mailbox (an event
+    /// from a sender that guessed the PID, or a late one) is reported by
+    /// the drains of shutdown and `Drop` (`Shared::report_stranded`), which
+    /// no sweep may race.
+    ///
+    /// [`StateWord::free_withdrawn`]: crate::process::state::StateWord::free_withdrawn
     pub(crate) fn withdraw(&self, slot: &Slot<P>) {
-        if slot.state.free() < LAST_GENERATION {
-            self.push_free_chain(&[slot.index]);
-        } else {
-            // Relaxed: a statistic (see `remove`).
-            self.retired.fetch_add(1, Ordering::Relaxed);
-        }
+        slot.state.free_withdrawn();
         // Relaxed: a count; gives back the place `insert` reserved.
         self.created.fetch_sub(1, Ordering::Relaxed);
     }

@@ -263,10 +263,15 @@ impl<P: Process> Shared<P> {
                 (Some(Task::new(slot)), true)
             }
             Notify::Nothing => (None, true),
-            // Finished or Stale now: the process ended after our check. The
-            // item is in its queue; the worker that closes the process (or
-            // the next one to use the slot) reports it as undelivered.
+            // The process ended after our check. The item is in its queue:
+            // its closer drains again (Finished: the word is marked late),
+            // or the slot was freed and we sweep it (`late.rs`), or the
+            // slot's next process reports it (Stale).
             Notify::Finished | Notify::Stale => (None, false),
+            Notify::Sweep => {
+                self.sweep(slot);
+                (None, false)
+            }
         }
     }
 

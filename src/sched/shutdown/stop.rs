@@ -211,7 +211,7 @@ impl<P: Process> Scheduler<P> {
             // read the phase before EXITING may still push: a producer may
             // race the consumer, and `Drop for Shared` reports what it
             // pushes after this drain; loom: `loom-tests/tests/drain.rs`.)
-            unsafe { shared.report_stranded() };
+            unsafe { shared.report_stranded(false) };
         }
         // Otherwise a worker is inside a step that never returned: it cannot
         // be joined, and its mailboxes are not ours to drain. Its threads are

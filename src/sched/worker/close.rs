@@ -149,10 +149,7 @@ impl<P: Process> Local<P> {
         if let Some(links) = extra.as_ref().and_then(|e| e.links.as_ref()) {
             self.farewell(slot, pid, links, &outcome);
         }
-        self.shared
-            .core
-            .table
-            .remove(slot, self.index, &mut self.scratch.free.borrow_mut());
+        self.free_slot(slot);
         if let Some(ring) = &mut self.observe.trace {
             if after_step {
                 ring.record_effect(Kind::Complete, pid.into_raw());
@@ -172,6 +169,31 @@ impl<P: Process> Local<P> {
             extra.links = None; // a spare part holds nothing
             extra.calls = Vec::new();
             self.scratch.spare_extras.give(extra);
+        }
+    }
+
+    /// Frees the slot of a process this worker closed, its mailbox
+    /// drained. A push that raced the end (its notify found the word
+    /// Complete and marked it late) may have come after that drain: the
+    /// free fails until a drain has seen every such push (`late.rs`).
+    pub(super) fn free_slot(&mut self, slot: &Slot<P>) {
+        while (self.shared.core.table)
+            .remove(slot, self.index, &mut self.scratch.free.borrow_mut())
+            .is_err()
+        {
+            self.report_late(slot);
+        }
+    }
+
+    /// Drains again a mailbox that a late push reached after the close's
+    /// drain, and reports what it finds.
+    #[cold]
+    #[inline(never)]
+    fn report_late(&mut self, slot: &Slot<P>) {
+        // SAFETY: we still hold the process (Complete, not yet freed): the
+        // only consumer of its queue.
+        for (pid, event) in unsafe { self.shared.take_late(slot) } {
+            self.shared.undelivered(pid, event);
         }
     }
 }

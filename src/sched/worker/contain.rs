@@ -143,11 +143,7 @@ impl<P: Process> Local<P> {
                     body.process = None;
                     body.joiner.take()
                 };
-                self.shared.core.table.remove(
-                    slot,
-                    self.index,
-                    &mut self.scratch.free.borrow_mut(),
-                );
+                self.free_slot(slot);
                 if let Some(joiner) = joiner {
                     joiner.set(pid, Err(why()));
                 }

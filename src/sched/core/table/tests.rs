@@ -74,7 +74,9 @@ fn freed_slots_are_reused_with_a_new_generation() {
         crate::process::state::Start::Step { last: false }
     );
     a.state.complete();
-    table.remove(a, 0, &mut cache);
+    table
+        .remove(a, 0, &mut cache)
+        .expect("nothing pushed after the drain");
     let c = table
         .insert(Occupant::Process(Nop(0), None), 0, Some(&mut cache), 0)
         .ok()
@@ -101,7 +103,9 @@ fn a_slot_at_its_last_generation_is_retired_not_reused() {
     let old_pid = first.pid();
     let _ = first.state.start();
     first.state.complete();
-    table.remove(first, 0, &mut cache);
+    table
+        .remove(first, 0, &mut cache)
+        .expect("nothing pushed after the drain");
     table.age_free_slot(index, LAST_GENERATION - 2);
     // Reuse the slot until it reaches its last generation.
     for expected in [LAST_GENERATION - 2, LAST_GENERATION - 1] {
@@ -113,7 +117,9 @@ fn a_slot_at_its_last_generation_is_retired_not_reused() {
         assert_eq!(slot.pid().generation(), expected);
         let _ = slot.state.start();
         slot.state.complete();
-        table.remove(slot, 0, &mut cache);
+        table
+            .remove(slot, 0, &mut cache)
+            .expect("nothing pushed after the drain");
     }
     assert_eq!(table.retired(), 1);
     let next = table
@@ -153,7 +159,9 @@ fn whoever_sees_a_close_counted_sees_what_the_closer_did_before() {
         s.spawn(|| {
             // As `close` does for a process closed by force.
             forced.fetch_add(1, Ordering::Relaxed);
-            table.remove(slot, 0, &mut super::FreeCache::default());
+            table
+                .remove(slot, 0, &mut super::FreeCache::default())
+                .expect("nothing pushed after the drain");
         });
         while table.live() != 0 {
             std::hint::spin_loop();
