@@ -240,3 +240,69 @@ fn every_message_accepted_by_a_finishing_process_is_received_or_reported() {
         );
     }
 }
+
+/// As above, but the books are checked before shutdown: a message pushed
+/// as its process ended (after its close's drain, or mid-link there) is
+/// reported by that close's second drain or by its sender's sweep of the
+/// freed slot, not left in the slot for shutdown or the slot's next
+/// process (no slot is reused here: nothing is spawned after the 500).
+#[test]
+fn a_message_racing_its_process_end_is_reported_before_shutdown() {
+    const PROCESSES: usize = if cfg!(miri) { 10 } else { 500 };
+    const SENDERS: usize = 3;
+    for round in 0..if cfg!(miri) { 2 } else { 20 } {
+        let received = Arc::new(AtomicUsize::new(0));
+        let undelivered = Arc::new(AtomicUsize::new(0));
+        let scheduler = {
+            let undelivered = Arc::clone(&undelivered);
+            Arc::new(
+                Scheduler::<Once>::builder()
+                    .workers(2)
+                    .on_undelivered(move |_, event| {
+                        if let Event::Message(_) = event {
+                            undelivered.fetch_add(1, Ordering::SeqCst);
+                        }
+                    })
+                    .build()
+                    .unwrap(),
+            )
+        };
+        let pids: Arc<Vec<Pid>> = Arc::new(
+            (0..PROCESSES)
+                .map(|_| {
+                    let once = Once {
+                        received: Arc::clone(&received),
+                    };
+                    scheduler.submit(once, "once", ()).unwrap()
+                })
+                .collect(),
+        );
+        let senders: Vec<_> = (0..SENDERS)
+            .map(|_| {
+                let (scheduler, pids) = (Arc::clone(&scheduler), Arc::clone(&pids));
+                thread::spawn(move || {
+                    let mut accepted = 0;
+                    loop {
+                        let before = accepted;
+                        for &pid in pids.iter() {
+                            if scheduler.send(pid, 1).is_ok() {
+                                accepted += 1;
+                            }
+                        }
+                        if accepted == before {
+                            return accepted;
+                        }
+                    }
+                })
+            })
+            .collect();
+        let accepted: usize = senders.into_iter().map(|s| s.join().unwrap()).sum();
+        let books = || received.load(Ordering::SeqCst) + undelivered.load(Ordering::SeqCst);
+        wait_until("every accepted message seen or reported", || {
+            scheduler.live() == 0 && books() >= accepted
+        });
+        assert_eq!(books(), accepted, "round {round}: reported twice");
+        scheduler.shutdown(Duration::from_secs(1));
+        assert_eq!(books(), accepted, "round {round}: shutdown found more");
+    }
+}
