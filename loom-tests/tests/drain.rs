@@ -1,13 +1,17 @@
-//! loom models of the shutdown drain and the stranded-events report
-//! (`Shared::report_stranded`, `Drop for Shared`): deliveries racing phase
-//! EXITING, the close of their process, and a creator withdrawing its
-//! process.
+//! loom models of the late drains (`shared/late.rs`), the shutdown drain
+//! and the stranded-events report (`Shared::report_stranded`, `Drop for
+//! Shared`): deliveries racing the close of their process, phase EXITING,
+//! and a creator withdrawing its process.
 //!
 //! **The claim.** Every event a `deliver` accepted (returned `Ok`) is
-//! reported exactly once: by the close of its process, by shutdown's drain
-//! (`report_stranded`, after EXITING and the workers' join), or by the drain
-//! in `Drop for Shared`; an event it refused is handed back and never
-//! reported. The stranded-events report drops the cancels the scheduler
+//! reported exactly once: by the close of its process (its drain, or its
+//! second drain when its `free` finds the word marked late), by the late
+//! sender's own sweep of the freed slot, by shutdown's drain
+//! (`report_stranded`, after EXITING and the workers' join; it drains a
+//! withdrawn process's slot, which no sweep may touch), or by the drain in
+//! `Drop for Shared` (a push that came after shutdown's drain); an event it refused is handed back and never reported. A late
+//! push is reported by the time its sender and the closer have both
+//! returned, with no later drain (models d and e). The stranded-events report drops the cancels the scheduler
 //! made itself (`Cancel::Shutdown`, the only cancel that travels in a
 //! mailbox): shutdown's cancel to a withdrawn process is never reported
 //! (the close reports what it drains, cancels included, as
@@ -43,7 +47,9 @@
 //!
 //! The models: (a) a delivery racing EXITING and the drains, (b) the same
 //! racing a close on a worker, (c) a creator withdrawing as shutdown
-//! drains; each also checks the queued figure (`QueueCounts`: no underflow
+//! drains, (d) and (e) one or two senders racing a close, with no drain
+//! after, (f) a sender racing its process's withdrawal and shutdown's
+//! drain; each also checks the queued figure (`QueueCounts`: no underflow
 //! after shutdown's drain, zero after the last).
 //!
 //! Every model tallies where its event ended in each execution (a drain,
@@ -53,7 +59,8 @@
 //! Each model's property fails if the protocol is broken: the canaries at
 //! the end run the same driver with one step broken (the `Drop` drain left
 //! out, the shutdown drain run before the workers' join, the old `withdraw`
-//! that drained the mailbox itself) and expect the failure.
+//! that drained the mailbox itself, the late drains left out) and expect
+//! the failure.
 //!
 //! Run (a few seconds in release, at 3 preemptions):
 //!
@@ -69,7 +76,7 @@ use std::sync::Arc as StdArc;
 use loom::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
-use stepsched::__internals::{Phase, QueueCounts, StateWord, Wake, EXITING, STOPPING};
+use stepsched::__internals::{Notify, Phase, QueueCounts, StateWord, Wake, EXITING, STOPPING};
 use stepsched::mpsc::Mailbox;
 use stepsched::process::Lifecycle;
 use stepsched_loom_tests::Gate;
@@ -97,6 +104,11 @@ struct Protocol {
     join_before_drain: bool,
     /// `withdraw` pops the mailbox itself (the code before this model).
     withdraw_drains: bool,
+    /// A late push is drained at once: the closer drains again when its
+    /// `free` finds the word marked late, and a sender whose notify found
+    /// the slot freed sweeps it (`shared/late.rs`). Without it the event
+    /// waits for a drain of shutdown or for the slot's next process.
+    late_drains: bool,
 }
 
 impl Protocol {
@@ -104,6 +116,7 @@ impl Protocol {
         drop_drains: true,
         join_before_drain: true,
         withdraw_drains: false,
+        late_drains: true,
     };
 }
 
@@ -144,12 +157,33 @@ enum By {
     /// Not an end: (c)'s scan saw the creator's process and sent it
     /// `Cancel::Shutdown`.
     ScanCancelled = 6,
+    /// The closer's second drain, after its `free` found the word late.
+    Late = 7,
+    /// The late sender's sweep of the freed slot.
+    Sweep = 8,
+}
+
+impl By {
+    /// The drain a report's `by` names.
+    fn drain(by: usize) -> By {
+        [
+            By::Close,
+            By::Shutdown,
+            By::Drop,
+            By::Withdraw,
+            By::RefusedExiting,
+            By::RefusedEnded,
+            By::ScanCancelled,
+            By::Late,
+            By::Sweep,
+        ][by]
+    }
 }
 
 /// The tally of [`By`] over one `loom::model` run (std atomics: outside the
 /// model).
 #[derive(Default)]
-struct Tally([StdUsize; 7]);
+struct Tally([StdUsize; 9]);
 
 impl Tally {
     fn count(&self, by: By) {
@@ -168,7 +202,7 @@ impl Tally {
         for by in must {
             assert!(
                 counts[*by as usize] > 0,
-                "no execution ended with {by:?}: {counts:?} (close, shutdown, drop, withdraw, refused at EXITING, refused as ended, scan cancelled)"
+                "no execution ended with {by:?}: {counts:?} (close, shutdown, drop, withdraw, refused at EXITING, refused as ended, scan cancelled, late, sweep)"
             );
         }
     }
@@ -202,6 +236,17 @@ impl Sched {
     /// `Shared::deliver` (`admit`, then `push`): `Err` hands the event back
     /// with the refusal (`RefusedExiting` or `RefusedEnded`).
     fn deliver(&self, generation: u32, event: usize, kind: Wake) -> Result<(), (By, usize)> {
+        self.deliver_with(generation, event, kind, Protocol::REAL)
+    }
+
+    /// [`deliver`](Self::deliver) under `protocol`.
+    fn deliver_with(
+        &self,
+        generation: u32,
+        event: usize,
+        kind: Wake,
+        protocol: Protocol,
+    ) -> Result<(), (By, usize)> {
         // `admit`: the phase first (a Relaxed load in `Phase::get`).
         if self.phase.get() == EXITING {
             return Err((By::RefusedExiting, event));
@@ -213,12 +258,34 @@ impl Sched {
             return Err((By::RefusedEnded, event));
         }
         // `push`: counted before the push (the queued figure), then pushed,
-        // then notified. The notify's verdict does not change where the
-        // event ends: Finished or Stale leaves it to a drain.
+        // then notified. A notify that finds the slot freed makes us its
+        // sweeper (`notify_pushed`); Finished leaves the event to the
+        // closer's second drain, Stale to the slot's next holder.
         self.counts.count_push();
         self.events.push(Envelope { generation, event });
-        let _ = self.state.notify(generation, kind);
+        if self.state.notify(generation, kind) == Notify::Sweep && protocol.late_drains {
+            self.sweep(By::Sweep);
+        }
         Ok(())
+    }
+
+    /// `Shared::sweep`: drains the freed slot's mailbox until `end_sweep`
+    /// finds no late mark, reporting as `by`.
+    fn sweep(&self, by: By) {
+        loop {
+            // SAFETY: sweeping (the notify's `Sweep`, or `try_sweep`).
+            unsafe { self.drain(|e| self.report_unless_cancel(&e, by)) };
+            if self.state.end_sweep() {
+                break;
+            }
+        }
+    }
+
+    /// `take_late`'s filter: the scheduler's own cancels are dropped.
+    fn report_unless_cancel(&self, envelope: &Envelope, by: By) {
+        if envelope.event != CANCEL {
+            self.report(envelope, by);
+        }
     }
 
     /// `Shared::undelivered` of what `envelope` holds, by the drain `by`.
@@ -247,10 +314,21 @@ impl Sched {
     /// `Local::close`: the worker holding the process (Running) ends it,
     /// reports what its mailbox holds, frees the slot and counts the close.
     fn close(&self) {
+        self.close_with(Protocol::REAL);
+    }
+
+    /// [`close`](Self::close) under `protocol`: `Local::free_slot` drains
+    /// again while `free` says `Late`.
+    fn close_with(&self, protocol: Protocol) {
         self.state.complete();
         // SAFETY: we hold the process (Complete, not yet freed).
         unsafe { self.drain(|e| self.report(&e, By::Close)) };
-        let _ = self.state.free();
+        while self.state.free().is_err() {
+            if protocol.late_drains {
+                // SAFETY: still Complete, still ours.
+                unsafe { self.drain(|e| self.report_unless_cancel(&e, By::Late)) };
+            }
+        }
         // `Table::remove`: Release, pairs with the Acquire in `live`.
         self.closed.store(1, Ordering::Release);
     }
@@ -262,14 +340,30 @@ impl Sched {
     ///
     /// As `report_stranded`: the caller is the mailbox's only consumer.
     unsafe fn report_stranded(&self, by: By) {
+        // `Shared::left_to_a_sweep`: shutdown's drain claims a freed slot,
+        // as a late sender would, or leaves it to the one sweeping it; a
+        // withdrawn process's slot no sweeper holds, so it drains it
+        // itself. `Drop`'s is alone.
+        if by != By::Drop && self.left_to_a_sweep(by) {
+            return;
+        }
         // SAFETY: the caller's contract.
-        unsafe {
-            self.drain(|e| {
-                if e.event != CANCEL {
-                    self.report(&e, by);
-                }
-            })
-        };
+        unsafe { self.drain(|e| self.report_unless_cancel(&e, by)) };
+    }
+
+    /// `Shared::left_to_a_sweep`: `true` if the slot is freed and either
+    /// swept here (claimed first) or held by a sweeper.
+    fn left_to_a_sweep(&self, by: By) -> bool {
+        let now = self.state.load();
+        if now.lifecycle() != Lifecycle::Free || now.is_withdrawn() {
+            return false;
+        }
+        if self.state.try_sweep() {
+            self.sweep(by);
+            return true;
+        }
+        let now = self.state.load();
+        now.lifecycle() == Lifecycle::Free && !now.is_withdrawn()
     }
 
     /// `Table::live`: the closed count first (Acquire), then `created`.
@@ -293,7 +387,11 @@ impl Sched {
     /// and 4 (Free again).
     fn create_and_withdraw(&self, protocol: Protocol, gate: &Gate) -> bool {
         self.created.fetch_add(1, Ordering::Relaxed);
-        let _generation = self.state.activate();
+        // `Table::insert` passes over a slot being swept for another; with
+        // one slot here, the creator waits for the sweep to end instead.
+        while self.state.try_activate().is_none() {
+            thread::yield_now();
+        }
         gate.pass(1);
         if self.phase.admits() {
             return true;
@@ -314,7 +412,9 @@ impl Sched {
                 })
             };
         }
-        let _ = self.state.free();
+        // `Table::withdraw`: freed and marked swept for good, so no late
+        // sender's sweep races the drains.
+        self.state.free_withdrawn();
         gate.pass(4);
         // `Table::withdraw`: Relaxed, gives back the place.
         self.created.fetch_sub(1, Ordering::Relaxed);
@@ -350,9 +450,7 @@ fn assert_once_or_refused(
         Ok(()) => match s.reported(event) {
             1 => {
                 assert_eq!(s.to.load(Ordering::Relaxed), generation, "reported to");
-                let by =
-                    [By::Close, By::Shutdown, By::Drop, By::Withdraw][s.by.load(Ordering::Relaxed)];
-                tally.count(by);
+                tally.count(By::drain(s.by.load(Ordering::Relaxed)));
             }
             0 => panic!("event {event} accepted and lost"),
             n => panic!("event {event} accepted and reported {n} times"),
@@ -372,17 +470,16 @@ fn assert_once_or_refused(
 /// sets EXITING, drains, and lets go (`Drop`). The sender's phase read, its push and its
 /// notify land anywhere in that: it is refused (EXITING, or the process
 /// already Complete), or its event is reported by the close, by shutdown's
-/// drain, or (pushed after that drain) by `Drop`'s: exactly once.
-///
-/// Fails with "accepted and lost" without the `Drop` drain
-/// (`canary_without_the_drop_drain_a_late_event_is_lost`).
+/// drain, or (pushed after the close's drain) by the close's second drain or
+/// the sender's sweep: exactly once.
 #[test]
 fn delivery_racing_exiting_is_reported_once_by_a_drain_or_refused() {
     let tally = model_delivery_racing_exiting(Protocol::REAL);
     tally.assert_reached(&[
         By::Close,
         By::Shutdown,
-        By::Drop,
+        By::Late,
+        By::Sweep,
         By::RefusedExiting,
         By::RefusedEnded,
     ]);
@@ -416,7 +513,8 @@ fn model_delivery_racing_exiting(protocol: Protocol) -> StdArc<Tally> {
 /// mailbox) and shutdown, which waits for `live() == 0` (the close's
 /// Release count), sets EXITING, joins the worker and drains: the event is
 /// reported once, by whichever drain comes after its push (the close,
-/// shutdown's, `Drop`'s), or it is refused. The three
+/// shutdown's, the close's second one or the sender's sweep), or it is
+/// refused. The
 /// drains pop one mailbox on three threads: loom checks that the closed
 /// count, the join and the last `Arc` order them.
 ///
@@ -429,7 +527,8 @@ fn delivery_racing_close_and_exiting_is_reported_once_or_refused() {
     tally.assert_reached(&[
         By::Close,
         By::Shutdown,
-        By::Drop,
+        By::Late,
+        By::Sweep,
         By::RefusedExiting,
         By::RefusedEnded,
     ]);
@@ -501,7 +600,7 @@ fn model_delivery_racing_close(protocol: Protocol) -> StdArc<Tally> {
 #[test]
 fn creator_withdrawing_as_shutdown_drains_leaves_the_mailbox_to_the_drain() {
     let tally = model_creator_withdrawing(Protocol::REAL);
-    tally.assert_reached(&[By::Shutdown, By::ScanCancelled]);
+    tally.assert_reached(&[By::Shutdown, By::Drop, By::ScanCancelled]);
 }
 
 fn model_creator_withdrawing(protocol: Protocol) -> StdArc<Tally> {
@@ -517,7 +616,10 @@ fn model_creator_withdrawing(protocol: Protocol) -> StdArc<Tally> {
 /// `milestone` (0: at once).
 fn model_creator_withdrawing_from(protocol: Protocol, milestone: usize, seen: StdArc<Tally>) {
     loom::model(move || {
-        let s = Sched::new();
+        // Dropped by hand at the end: a canary's panic (two consumers
+        // caught inside a pop) leaks it instead, so the mailbox's drop does
+        // not touch the cell loom found raced while the panic unwinds.
+        let s = core::mem::ManuallyDrop::new(Sched::new());
         // The slot's previous process: closed, then a late sender's event
         // (message 2) landed after the close's drain; the slot is free.
         let old = s.state.activate();
@@ -554,16 +656,148 @@ fn model_creator_withdrawing_from(protocol: Protocol, milestone: usize, seen: St
         assert_eq!(s.reported(CANCEL), 0, "the scheduler's cancel reported");
         assert_once_or_refused(&s, (old, 2), Ok(()), &seen);
         assert_eq!(s.state.load().lifecycle(), Lifecycle::Free);
+        drop(core::mem::ManuallyDrop::into_inner(s));
     });
 }
 
-/// Canary: without the drain in `Drop for Shared`, an event pushed by a
-/// sender that read the phase before EXITING and pushed after shutdown's
-/// drain is lost. Proves model (a) can fail.
+/// (d) A sender racing the close of its target on a worker, with no
+/// shutdown after: its push may come after the close's drain (or be
+/// mid-link there), and its notify then finds the process Complete (it
+/// marks the word late, the closer's `free` fails and the closer drains
+/// again) or the slot freed (it takes the slot's mailbox and sweeps it). The
+/// event is reported exactly once by the time both have returned, with no
+/// drain of shutdown or `Drop` after them, and the slot is left free for
+/// reuse (no sweep held).
+///
+/// Fails with "accepted and lost" without the second drain and the sweep
+/// (`canary_without_the_late_drains_a_push_after_the_close_waits_for_a_later_drain`).
+#[test]
+fn a_push_that_races_its_process_end_is_reported_before_the_slot_is_reused() {
+    let tally = model_push_racing_end(Protocol::REAL, 1);
+    tally.assert_reached(&[By::Close, By::Late, By::Sweep, By::RefusedEnded]);
+}
+
+/// (e) As (d) with two senders: one sweeps, the other may mark the sweep
+/// late (the sweeper goes round again) or the closer's word late. Each
+/// event is reported once.
+#[test]
+fn two_pushes_racing_their_process_end_are_each_reported_once() {
+    let tally = model_push_racing_end(Protocol::REAL, 2);
+    tally.assert_reached(&[By::Close, By::Late, By::Sweep]);
+}
+
+fn model_push_racing_end(protocol: Protocol, senders: usize) -> StdArc<Tally> {
+    let tally = StdArc::new(Tally::default());
+    let seen = StdArc::clone(&tally);
+    let mut builder = loom::model::Builder::new();
+    if senders > 1 {
+        // Four threads: the bound keeps the run to seconds.
+        builder.preemption_bound = Some(2);
+    }
+    builder.check(move || {
+        let (s, generation) = Sched::running();
+        let sent: Vec<_> = (1..=senders)
+            .map(|event| {
+                let s = Arc::clone(&s);
+                thread::spawn(move || s.deliver_with(generation, event, Wake::Message, protocol))
+            })
+            .collect();
+        s.close_with(protocol);
+        let sent: Vec<_> = sent.into_iter().map(|h| h.join().unwrap()).collect();
+        // No drain of shutdown or `Drop`: the late drains alone.
+        for (event, sent) in sent.into_iter().enumerate() {
+            match sent {
+                Ok(()) => {
+                    let reported = s.reported(event + 1);
+                    assert!(reported != 0, "event {} accepted and lost", event + 1);
+                    assert_eq!(reported, 1, "event {} reported twice", event + 1);
+                }
+                Err((why, _)) => seen.count(why),
+            }
+        }
+        if senders == 1 && s.reported(1) == 1 {
+            seen.count(By::drain(s.by.load(Ordering::Relaxed)));
+        } else if senders > 1 {
+            // Which drain reported the last one: enough for the coverage.
+            if s.reported(1) + s.reported(2) != 0 {
+                seen.count(By::drain(s.by.load(Ordering::Relaxed)));
+            }
+        }
+        assert_eq!(s.counts.queued(), 0, "the queued figure after the drains");
+        assert!(s.state.try_activate().is_some(), "the slot is left swept");
+    });
+    tally
+}
+
+/// (f) A sender racing its target's withdrawal and shutdown's drain: the
+/// target is a process its creator inserted (Ready) and then withdrew
+/// (shutdown began during its `init`), the sender one that guessed its PID
+/// and read the phase before EXITING. Its push lands before or after the
+/// withdrawal and before or after shutdown's drain; a notify that finds the
+/// slot withdrawn marks it late and leaves it (no sweep may take it). The
+/// event is reported once: by shutdown's drain, which drains a withdrawn
+/// slot itself, or by `Drop`'s; or it is refused.
+///
+/// Fails with "accepted and lost" without the drain in `Drop`
+/// (`canary_without_the_drop_drain_a_withdrawn_slots_event_is_lost`).
+#[test]
+fn a_push_racing_its_process_withdrawal_is_reported_by_shutdown_or_the_drop() {
+    let tally = model_push_racing_withdraw(Protocol::REAL);
+    tally.assert_reached(&[By::Shutdown, By::Drop, By::RefusedExiting, By::RefusedEnded]);
+}
+
+fn model_push_racing_withdraw(protocol: Protocol) -> StdArc<Tally> {
+    let tally = StdArc::new(Tally::default());
+    let seen = StdArc::clone(&tally);
+    loom::model(move || {
+        let s = Sched::new();
+        // The creator's `Table::insert`: Ready, queued nowhere.
+        let generation = s.state.activate();
+        s.phase.advance(STOPPING);
+        let sender = {
+            let s = Arc::clone(&s);
+            thread::spawn(move || s.deliver(generation, 1, Wake::Message))
+        };
+        // Its `admits` refused it: `Table::withdraw`.
+        let _ = s.state.start();
+        s.state.complete();
+        s.state.free_withdrawn();
+        // Shutdown: nothing live, EXITING, the drain.
+        s.phase.advance(EXITING);
+        // SAFETY: no worker; `withdraw` never pops.
+        unsafe { s.report_stranded(By::Shutdown) };
+        assert!(s.counts.queued() <= 1, "queued figure underflowed");
+        let sent = sender.join().unwrap();
+        drop_drain(&s, protocol);
+        assert_once_or_refused(&s, (generation, 1), sent, &seen);
+        assert!(s.state.load().is_withdrawn(), "the slot left withdrawn");
+    });
+    tally
+}
+
+/// Canary: without the closer's second drain and the late sender's sweep
+/// (the code before them), a push that lands after the close's drain stays
+/// in the freed slot's mailbox until shutdown or the slot's next process.
+/// Proves model (d) can fail.
 #[test]
 #[should_panic(expected = "accepted and lost")]
-fn canary_without_the_drop_drain_a_late_event_is_lost() {
-    model_delivery_racing_exiting(Protocol {
+fn canary_without_the_late_drains_a_push_after_the_close_waits_for_a_later_drain() {
+    model_push_racing_end(
+        Protocol {
+            late_drains: false,
+            ..Protocol::REAL
+        },
+        1,
+    );
+}
+
+/// Canary: without the drain in `Drop for Shared`, an event pushed to a
+/// withdrawn process's slot (out of use, and out of reach of a sweep) after
+/// shutdown's drain is lost. Proves model (f) can fail.
+#[test]
+#[should_panic(expected = "accepted and lost")]
+fn canary_without_the_drop_drain_a_withdrawn_slots_event_is_lost() {
+    model_push_racing_withdraw(Protocol {
         drop_drains: false,
         ..Protocol::REAL
     });

@@ -98,7 +98,7 @@ impl Slot {
     fn close(&self) -> u32 {
         self.state.complete();
         self.publish_timers(0);
-        self.state.free()
+        self.state.free().expect("nothing is pushed in this model")
     }
 }
 

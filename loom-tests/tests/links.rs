@@ -84,7 +84,35 @@ impl Slot {
         self.events.push((to.generation(), signal));
         match self.state.notify(to.generation(), kind) {
             Notify::Finished | Notify::Stale => Sent::Unanswered(answer),
+            Notify::Sweep => {
+                self.sweep();
+                Sent::Unanswered(answer)
+            }
             Notify::Schedule | Notify::Nothing => Sent::Queued,
+        }
+    }
+
+    /// `Shared::sweep`, for a sender whose notify found the slot freed: its
+    /// mailbox popped until `end_sweep` finds no late mark. A late signal
+    /// is dropped: its sender answers it (`shared/late.rs`).
+    fn sweep(&self) {
+        loop {
+            // SAFETY: sweeping: the notify's `Sweep` made us the only
+            // consumer until `end_sweep`.
+            while unsafe { self.events.pop() }.is_some() {}
+            if self.state.end_sweep() {
+                break;
+            }
+        }
+    }
+
+    /// `Local::free_slot`: the free, with a drain again while it finds the
+    /// word marked late (the late signals dropped, as their senders answer
+    /// them).
+    fn free_slot(&self) {
+        while self.state.free().is_err() {
+            // SAFETY: still Complete, still the closer's.
+            while unsafe { self.events.pop() }.is_some() {}
         }
     }
 
@@ -111,6 +139,10 @@ impl Slot {
         if pushed {
             match self.state.notify(to.generation(), Wake::Message) {
                 Notify::Finished | Notify::Stale => answers.extend(owed),
+                Notify::Sweep => {
+                    self.sweep();
+                    answers.extend(owed);
+                }
                 Notify::Schedule | Notify::Nothing => {}
             }
         }
@@ -229,7 +261,7 @@ fn monitor_racing_the_targets_end_yields_exactly_one_down() {
         assert_eq!(downs(&received, t_pid), 1, "{received:?}");
         // With it: the next holder answers a leftover again (stale), and
         // the duplicate is dropped by `receive`.
-        let _ = t.state.free();
+        t.free_slot();
         let (_, stale_answers) = t.drain(pid(1, u32::MAX));
         post(&w, w_pid, stale_answers);
         let (received, _) = w.drain(w_pid);
@@ -303,7 +335,7 @@ fn two_linked_processes_ending_together() {
         // Both closed: whatever their drains missed is found by the next
         // holders, stale, and owes no answer.
         for s in [&a, &b] {
-            let _ = s.state.free();
+            s.free_slot();
             let (received, answers) = s.drain(pid(s.index, u32::MAX));
             assert!(received.is_empty() && answers.is_empty());
         }
@@ -331,8 +363,15 @@ fn a_monitor_on_a_slot_being_reused() {
         // T's worker: close T, free the slot, start T' in it and run its
         // first step's drain.
         let mut to_w = t.close(t_pid, ExitReason::Done);
-        let _ = t.state.free();
-        let generation = t.state.activate();
+        t.free_slot();
+        // `Table::insert` passes over a slot a late sender is sweeping;
+        // with one slot here, T's worker waits for the sweep instead.
+        let generation = loop {
+            match t.state.try_activate() {
+                Some(generation) => break generation,
+                None => thread::yield_now(),
+            }
+        };
         assert_eq!(t.state.start(), Start::Step { last: false });
         let t2 = pid(1, generation);
         let (received, answers) = t.drain(t2);
@@ -381,7 +420,7 @@ fn requests_pushed_under_one_notify_racing_the_end_are_answered_once_each() {
         assert_eq!(downs(&received, t_pid), 2, "{received:?}");
         // The next holder of T's slot answers leftovers again (stale):
         // the duplicates are dropped.
-        let _ = t.state.free();
+        t.free_slot();
         let (_, stale_answers) = t.drain(pid(1, u32::MAX));
         post(&w, w_pid, stale_answers);
         let (received, _) = w.drain(w_pid);
@@ -445,7 +484,7 @@ fn a_signal_handed_to_a_parking_process_is_received_once() {
                             went(1);
                         }
                         Notify::Nothing => went(2),
-                        Notify::Finished | Notify::Stale => unreachable!("W lives"),
+                        Notify::Finished | Notify::Stale | Notify::Sweep => unreachable!("W lives"),
                     }
                 }
                 seen
@@ -543,7 +582,7 @@ fn an_exit_claiming_a_process_comes_after_its_senders_link_request() {
                         Notify::Schedule => received.extend(t.collect_run(t_pid)),
                         // Running: its park sees the wakeup.
                         Notify::Nothing => went(2),
-                        Notify::Finished | Notify::Stale => unreachable!("T lives"),
+                        Notify::Finished | Notify::Stale | Notify::Sweep => unreachable!("T lives"),
                     }
                 }
                 received

@@ -72,18 +72,39 @@ impl Table {
         let next = |i| &self.slot(i).next_free;
         let slot = match self.free.pop(next) {
             Some(index) => self.slot(index),
-            None => {
-                // Relaxed, as in `Table::insert`: only uniqueness matters.
-                let index = self.fresh.fetch_add(1, Ordering::Relaxed);
-                self.pages.page(index, Slot::new)
-            }
+            None => self.fresh(),
         };
-        // The slot is free and ours until `activate` publishes it.
+        Self::fill(slot, process);
+        if let Some(generation) = slot.state.try_activate() {
+            return (slot, generation);
+        }
+        // `insert_elsewhere`: a late sender is sweeping it; it goes back to
+        // the free list, and a fresh slot takes the process.
+        Self::fill(slot, 0);
+        self.free.push_chain(&[slot.index], next);
+        let fresh = self.fresh();
+        Self::fill(fresh, process);
+        let generation = fresh
+            .state
+            .try_activate()
+            .expect("a fresh slot is never swept");
+        (fresh, generation)
+    }
+
+    /// `Table::fresh_slot`.
+    fn fresh(&self) -> &Slot {
+        // Relaxed, as in `Table::insert`: only uniqueness matters.
+        let index = self.fresh.fetch_add(1, Ordering::Relaxed);
+        self.pages.page(index, Slot::new)
+    }
+
+    /// `Table::fill`: the slot is free and ours until `try_activate`
+    /// publishes it.
+    fn fill(slot: &Slot, process: u32) {
         slot.body.with_mut(|body| {
             // SAFETY: no one else holds the slot (what the model checks).
             unsafe { *body = process }
         });
-        (slot, slot.state.activate())
     }
 
     /// The worker's close of the process it holds, and `Table::remove`
@@ -94,7 +115,9 @@ impl Table {
             // SAFETY: we hold the slot (Complete, not yet freed).
             unsafe { *body = 0 }
         });
-        slot.state.free();
+        // `Local::free_slot`: a late mark (a notify after `complete`)
+        // means a drain again; this model's slots have no mailbox.
+        while slot.state.free().is_err() {}
         self.free
             .push_chain(&[slot.index], |i| &self.slot(i).next_free);
     }
@@ -181,8 +204,10 @@ fn two_threads_taking_and_freeing_slots_hand_each_out_once() {
 /// closes it, frees the slot, takes it back from the free list for a new
 /// process and runs that one to Idle. The old PID
 /// never reaches the new process: the sender is refused (generation or
-/// lifecycle), or its notify says `Finished`/`Stale`, or it reached the old
-/// process while it still ran (`Nothing`: a bit for the old step); it never
+/// lifecycle), or its notify says `Finished`/`Stale`, or `Sweep` (the slot
+/// freed: it holds the mailbox, and an insert meanwhile passes the slot
+/// over for a fresh one), or it reached the old process while it still
+/// ran (`Nothing`: a bit for the old step); it never
 /// schedules the new process, and the new process is left Idle with no bit.
 ///
 /// Kills: `StateWord::free` not bumping the generation (the stale notify
@@ -205,14 +230,24 @@ fn stale_pid_racing_free_and_reuse_never_reaches_the_new_process() {
                 {
                     return None;
                 }
-                Some(slot.state.notify(old, Wake::Message))
+                let told = slot.state.notify(old, Wake::Message);
+                if told == Notify::Sweep {
+                    // Freed since: the late sender's sweep (nothing to pop).
+                    while !slot.state.end_sweep() {}
+                }
+                Some(told)
             })
         };
         // The worker: the old process's step ends it; then a new process
-        // takes the slot and runs to Idle.
+        // takes the slot (or, while the sender sweeps it, a fresh one) and
+        // runs to Idle.
         table.close(slot);
         let (new_slot, new) = table.insert(2);
-        assert_eq!(new_slot.index, index, "the freed slot is reused");
+        if new_slot.index != index {
+            let verdict = sender.join().unwrap();
+            assert_eq!(verdict, Some(Notify::Sweep), "passed over, not swept");
+            return;
+        }
         assert_ne!(new, old);
         assert_eq!(new_slot.state.start(), Start::Step { last: false });
         assert_eq!(new_slot.state.end_step(Park::Idle), AfterStep::Parked);
