@@ -3,8 +3,8 @@
 //! the [module docs](super) for the protocol).
 
 use super::layout::{
-    Lifecycle, Snapshot, CLOSE, GENERATION_SHIFT, LAST_GENERATION, LATE, MESSAGED, SWEEP, WITHDRAWN,
-    TERMINATE, WOKEN,
+    Lifecycle, Snapshot, CLOSE, GENERATION_SHIFT, LAST_GENERATION, LATE, MESSAGED, SWEEP,
+    TERMINATE, WITHDRAWN, WOKEN,
 };
 use crate::sync::{AtomicU64, Ordering};
 use core::fmt;
