@@ -60,3 +60,36 @@ pub mod pid {
         u64::deserialize(d).map(Pid::from_raw)
     }
 }
+
+/// `serde` for a [`ReplyTo`] field (a call's request carries one), as its
+/// caller's raw PID and the call's id: the reply finds its caller on the
+/// node it came from.
+///
+/// ```
+/// use serde::{Deserialize, Serialize};
+/// use stepsched::process::{Pid, ReplyTo};
+///
+/// #[derive(Serialize, Deserialize, PartialEq, Debug)]
+/// struct Double {
+///     n: u64,
+///     #[serde(with = "stepsched_nats::reply_to")]
+///     reply_to: ReplyTo,
+/// }
+/// let ask = Double { n: 21, reply_to: ReplyTo::from_parts(Pid::from_raw(0x0000_0001_0300_0007), 9) };
+/// let json = serde_json::to_string(&ask).unwrap();
+/// assert_eq!(serde_json::from_str::<Double>(&json).unwrap(), ask);
+/// ```
+pub mod reply_to {
+    use super::*;
+    use stepsched::process::ReplyTo;
+
+    /// Serializes `reply_to` as `(raw pid, id)`.
+    pub fn serialize<S: Serializer>(reply_to: &ReplyTo, s: S) -> Result<S::Ok, S::Error> {
+        (reply_to.pid().into_raw(), reply_to.id()).serialize(s)
+    }
+
+    /// Deserializes a `ReplyTo` from `(raw pid, id)`.
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<ReplyTo, D::Error> {
+        <(u64, u64)>::deserialize(d).map(|(pid, id)| ReplyTo::from_parts(Pid::from_raw(pid), id))
+    }
+}

@@ -9,7 +9,8 @@
 //! a few intervals is gone, and every monitor and link of its processes is
 //! told `NoConnection`. Messages cross through a
 //! [`Codec`](stepsched::sched::remote::Codec): [`Json`] for `serde` types
-//! (PIDs inside them with [`pid`]).
+//! (PIDs inside them with [`pid`], a call's [`ReplyTo`](stepsched::process::ReplyTo)
+//! with [`reply_to`]).
 //!
 //! ```no_run
 //! use serde::{Deserialize, Serialize};
@@ -44,6 +45,6 @@ mod server;
 mod transport;
 pub mod wire;
 
-pub use codec::{pid, Json};
+pub use codec::{pid, reply_to, Json};
 pub use server::LocalServer;
 pub use transport::{NatsTransport, Options, TransportStats};

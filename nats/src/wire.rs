@@ -8,7 +8,10 @@
 //!
 //! `from` and `to` are `Pid::into_raw`. The body is the codec's bytes for
 //! a message (`Message`, `Refused`), an exit reason for `Down`, `Exit` and
-//! `ExitSent` (below), and empty for the rest.
+//! `ExitSent` (below), the call's id (u64 LE) then the codec's bytes for
+//! `Call` and `Reply`, the id, a reason byte (`CallRefusal`: 0 no such
+//! process, 1 finished, 2 full, 3 shutting down) then the request's bytes
+//! for `CallRefused`, and empty for the rest.
 //!
 //! An exit reason is a tag byte, then for `Failed`, `Panicked` and `Exit`
 //! the summary's UTF-8, for `Linked` the PID (u64 LE). A reason this
@@ -16,7 +19,7 @@
 //! `Exit` with its `Display` text.
 
 use stepsched::process::{ExitReason, Pid, Summary};
-use stepsched::sched::remote::{Frame, FrameKind};
+use stepsched::sched::remote::{CallRefusal, Frame, FrameKind};
 
 /// Why bytes are not a batch of frames.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,6 +48,9 @@ pub fn encode(frame: &Frame, out: &mut Vec<u8>) {
         FrameKind::Exit(_) => (7, None),
         FrameKind::ExitSent(_) => (8, None),
         FrameKind::Kill => (9, None),
+        FrameKind::Call { .. } => (10, None),
+        FrameKind::Reply { .. } => (11, None),
+        FrameKind::CallRefused { .. } => (12, None),
         // A kind this crate does not know: sent as nothing it could
         // misread. (The core's enum is non-exhaustive.)
         _ => return,
@@ -58,6 +64,23 @@ pub fn encode(frame: &Frame, out: &mut Vec<u8>) {
         (_, Some(bytes)) => out.extend_from_slice(bytes),
         (FrameKind::Down(r) | FrameKind::Exit(r) | FrameKind::ExitSent(r), None) => {
             encode_reason(r, out)
+        }
+        (
+            FrameKind::Call { id, request: bytes } | FrameKind::Reply { id, message: bytes },
+            None,
+        ) => {
+            out.extend_from_slice(&id.to_le_bytes());
+            out.extend_from_slice(bytes);
+        }
+        (FrameKind::CallRefused { id, why, request }, None) => {
+            out.extend_from_slice(&id.to_le_bytes());
+            out.push(match why {
+                CallRefusal::NoSuchProcess => 0,
+                CallRefusal::Finished => 1,
+                CallRefusal::Full => 2,
+                _ => 3,
+            });
+            out.extend_from_slice(request);
         }
         _ => {}
     }
@@ -91,12 +114,41 @@ pub fn decode(mut bytes: &[u8]) -> Result<Vec<Frame>, WireError> {
             7 => FrameKind::Exit(decode_reason(body)?),
             8 => FrameKind::ExitSent(decode_reason(body)?),
             9 => FrameKind::Kill,
+            10 => {
+                let (id, request) = call_id(body)?;
+                let request = request.to_vec();
+                FrameKind::Call { id, request }
+            }
+            11 => {
+                let (id, message) = call_id(body)?;
+                let message = message.to_vec();
+                FrameKind::Reply { id, message }
+            }
+            12 => {
+                let (id, rest) = call_id(body)?;
+                let (&why, request) = rest.split_first().ok_or(WireError("refusal"))?;
+                let why = match why {
+                    0 => CallRefusal::NoSuchProcess,
+                    1 => CallRefusal::Finished,
+                    2 => CallRefusal::Full,
+                    3 => CallRefusal::ShuttingDown,
+                    _ => return Err(WireError("unknown refusal")),
+                };
+                let request = request.to_vec();
+                FrameKind::CallRefused { id, why, request }
+            }
             _ => return Err(WireError("unknown kind")),
         };
         frames.push(Frame { from, to, kind });
         bytes = &bytes[HEADER + len..];
     }
     Ok(frames)
+}
+
+/// A call's id, and the bytes after it.
+fn call_id(body: &[u8]) -> Result<(u64, &[u8]), WireError> {
+    let (id, rest) = body.split_at_checked(8).ok_or(WireError("call id"))?;
+    Ok((u64::from_le_bytes(id.try_into().expect("8")), rest))
 }
 
 fn encode_reason(reason: &ExitReason, out: &mut Vec<u8>) {
@@ -175,7 +227,27 @@ mod tests {
             FrameKind::Link,
             FrameKind::Unlink,
             FrameKind::Kill,
+            FrameKind::Call {
+                id: 7,
+                request: vec![4, 5],
+            },
+            FrameKind::Reply {
+                id: u64::MAX,
+                message: vec![],
+            },
         ];
+        for why in [
+            CallRefusal::NoSuchProcess,
+            CallRefusal::Finished,
+            CallRefusal::Full,
+            CallRefusal::ShuttingDown,
+        ] {
+            kinds.push(FrameKind::CallRefused {
+                id: 9,
+                why,
+                request: vec![6],
+            });
+        }
         for r in reasons {
             kinds.push(FrameKind::Down(r.clone()));
             kinds.push(FrameKind::Exit(r.clone()));

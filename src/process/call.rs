@@ -35,6 +35,21 @@ impl ReplyTo {
     pub fn id(&self) -> u64 {
         self.id
     }
+
+    /// The token of call `id` of `pid`: for a [`Codec`](crate::sched::remote::Codec)
+    /// that carries a request's `ReplyTo` to another node, as
+    /// [`pid`](Self::pid) and [`id`](Self::id) wrote it. A token that no
+    /// call made answers none: its reply is stale.
+    ///
+    /// ```
+    /// use stepsched::process::{Pid, ReplyTo};
+    ///
+    /// let token = ReplyTo::from_parts(Pid::from_raw(7), 3);
+    /// assert_eq!((token.pid(), token.id()), (Pid::from_raw(7), 3));
+    /// ```
+    pub fn from_parts(pid: Pid, id: u64) -> ReplyTo {
+        ReplyTo { pid, id }
+    }
 }
 
 /// Why a call from a step ([`StepOutput::call`]) got no reply: the
@@ -54,17 +69,28 @@ pub enum ReplyError<M> {
     Full(M),
     /// The scheduler is shutting down: the request is handed back.
     ShuttingDown(M),
+    /// The callee is on another node that cannot be reached now (or the
+    /// [`Codec`](crate::sched::remote::Codec) could not encode the
+    /// request): the request is handed back, never sent.
+    NoConnection(M),
+    /// The callee's node went away (its transport declared it gone,
+    /// [`Inbound::node_down`](crate::sched::remote::Inbound::node_down))
+    /// while the call waited: the request had crossed, and whether it was
+    /// handled is unknown, as after [`TimedOut`](Self::TimedOut). OTP's
+    /// `{nodedown, Node}`.
+    NodeDown,
 }
 
 impl<M> ReplyError<M> {
     /// The request handed back, if it was never sent.
     pub fn into_request(self) -> Option<M> {
         match self {
-            ReplyError::TimedOut => None,
+            ReplyError::TimedOut | ReplyError::NodeDown => None,
             ReplyError::NoSuchProcess(m)
             | ReplyError::Finished(m)
             | ReplyError::Full(m)
-            | ReplyError::ShuttingDown(m) => Some(m),
+            | ReplyError::ShuttingDown(m)
+            | ReplyError::NoConnection(m) => Some(m),
         }
     }
 }
@@ -77,6 +103,8 @@ impl<M> fmt::Debug for ReplyError<M> {
             ReplyError::Finished(_) => "Finished(..)",
             ReplyError::Full(_) => "Full(..)",
             ReplyError::ShuttingDown(_) => "ShuttingDown(..)",
+            ReplyError::NoConnection(_) => "NoConnection(..)",
+            ReplyError::NodeDown => "NodeDown",
         })
     }
 }
@@ -89,6 +117,8 @@ impl<M> fmt::Display for ReplyError<M> {
             ReplyError::Finished(_) => "the process had already finished",
             ReplyError::Full(_) => "the process's mailbox was full",
             ReplyError::ShuttingDown(_) => "the scheduler is shutting down",
+            ReplyError::NoConnection(_) => "the callee's node cannot be reached",
+            ReplyError::NodeDown => "the callee's node went away before the reply",
         })
     }
 }
@@ -118,6 +148,9 @@ impl<P: Process> StepOutput<'_, P> {
     /// if none came `timeout` from now, or, at once (in the next step), an
     /// error handing the request back if it could not be sent (no such
     /// process, it has ended, its bounded mailbox is full, or shutdown).
+    /// `to` may be on another node (`sched::remote`: its refusals come
+    /// back a round trip later, and a node gone answers
+    /// [`ReplyError::NodeDown`]).
     /// The event wakes the process from `Idle` and `Wait`, like a
     /// completion. A process closed before that step (a shutdown past its
     /// timeout closes it without one) leaves the event, request and all,

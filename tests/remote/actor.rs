@@ -3,7 +3,9 @@
 
 use std::sync::mpsc::Sender;
 
-use stepsched::process::{Command, Event, ExitReason, Pid, Process, StepOutput};
+use std::time::Duration;
+
+use stepsched::process::{Command, Event, ExitReason, Pid, Process, ReplyTo, StepOutput};
 use stepsched::sched::remote::{Codec, CodecError};
 
 /// What an actor is told to do, or is sent.
@@ -22,6 +24,18 @@ pub enum Msg {
     Fail,
     /// Wait in a command nobody completes (so messages pile up).
     Hold,
+    /// Call the PID with `Ask(n)` (tag `n`), timing out after the
+    /// milliseconds; `later`: with `AskLater`, which is not answered.
+    Call {
+        to: Pid,
+        n: u64,
+        later: bool,
+        timeout_ms: u64,
+    },
+    /// A call's request: answered with `Num(2 n)`.
+    Ask(u64, ReplyTo),
+    /// A call's request, reported (`Seen::Deferred`) and not answered.
+    AskLater(u64, ReplyTo),
 }
 
 /// What an actor saw, with its PID.
@@ -30,6 +44,11 @@ pub enum Seen {
     Num(u64),
     Down(Pid, ExitReason),
     Refused(Pid, Msg),
+    /// A call's reply (tag, then the message, or the error's name and the
+    /// request it handed back).
+    Reply(u64, Result<Msg, (String, Option<Msg>)>),
+    /// An `AskLater` came, with its token.
+    Deferred(u64, ReplyTo),
 }
 
 pub struct Actor(pub Sender<(Pid, Seen)>);
@@ -90,6 +109,28 @@ impl Process for Actor {
                     out.yield_command(1, Wait);
                     continue;
                 }
+                Event::Message(Msg::Call {
+                    to,
+                    n,
+                    later,
+                    timeout_ms,
+                }) => {
+                    let ask = move |reply_to| match later {
+                        false => Msg::Ask(n, reply_to),
+                        true => Msg::AskLater(n, reply_to),
+                    };
+                    out.call(to, n, ask, Duration::from_millis(timeout_ms));
+                    continue;
+                }
+                Event::Message(Msg::Ask(n, reply_to)) => {
+                    out.reply(reply_to, Msg::Num(2 * n));
+                    continue;
+                }
+                Event::Message(Msg::AskLater(n, reply_to)) => Seen::Deferred(n, reply_to),
+                Event::Reply { tag, result } => Seen::Reply(
+                    tag,
+                    result.map_err(|e| (format!("{e:?}"), e.into_request())),
+                ),
                 Event::Down { pid, reason } => Seen::Down(pid, reason),
                 Event::Refused { to, message } => Seen::Refused(to, message),
                 _ => continue,
@@ -128,6 +169,14 @@ impl Codec<Msg> for MsgCodec {
             Msg::Stop => put(5, &[]),
             Msg::Fail => put(6, &[]),
             Msg::Hold => put(7, &[]),
+            Msg::Call {
+                to,
+                n,
+                later,
+                timeout_ms,
+            } => put(8, &[to.into_raw(), n, later as u64, timeout_ms]),
+            Msg::Ask(n, r) => put(9, &[n, r.pid().into_raw(), r.id()]),
+            Msg::AskLater(n, r) => put(10, &[n, r.pid().into_raw(), r.id()]),
         }
         Ok(())
     }
@@ -148,6 +197,14 @@ impl Codec<Msg> for MsgCodec {
             5 => Msg::Stop,
             6 => Msg::Fail,
             7 => Msg::Hold,
+            8 => Msg::Call {
+                to: pid(0)?,
+                n: word(1)?,
+                later: word(2)? != 0,
+                timeout_ms: word(3)?,
+            },
+            9 => Msg::Ask(word(0)?, ReplyTo::from_parts(pid(1)?, word(2)?)),
+            10 => Msg::AskLater(word(0)?, ReplyTo::from_parts(pid(1)?, word(2)?)),
             _ => return Err(CodecError::new("unknown tag")),
         })
     }

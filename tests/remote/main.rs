@@ -13,6 +13,7 @@ mod common;
 mod actor;
 mod net;
 
+mod calls;
 mod gone;
 mod order;
 mod refused;
@@ -69,7 +70,7 @@ impl Pair {
                 .codec(MsgCodec)
                 .handler("wait", held.handler())
                 .on_undelivered(move |pid, event| {
-                    if let Event::Message(m) = event {
+                    if let Event::Message(m) | Event::Reply { result: Ok(m), .. } = event {
                         undelivered.lock().unwrap().push((node, pid, m));
                     }
                 })

@@ -3,6 +3,7 @@
 use crate::process::state::Wake;
 use crate::process::{Event, Process, ReplyTo};
 use crate::sched::scheduler::Scheduler;
+use crate::sched::shared::Refusal;
 
 impl<P: Process> Scheduler<P> {
     /// Answers the call that `reply_to` names, from any thread (a handler,
@@ -12,6 +13,8 @@ impl<P: Process> Scheduler<P> {
     /// a reply to a call that has timed out or been answered already, or
     /// whose caller has ended, goes to `on_undelivered`
     /// ([`Builder::on_undelivered`](crate::sched::Builder::on_undelivered)).
+    /// A caller on another node gets it across its transport
+    /// (`sched::remote`).
     ///
     /// ```
     /// use std::time::Duration;
@@ -64,8 +67,28 @@ impl<P: Process> Scheduler<P> {
             result: Ok(message),
         };
         let shared = &*self.shared;
-        if let Err((_, event)) = shared.deliver_remote(reply_to.pid(), event, Wake::Completion) {
-            shared.undelivered(reply_to.pid(), event);
+        let to = reply_to.pid();
+        match shared.deliver_remote(to, event, Wake::Completion) {
+            Ok(_) => {}
+            // The caller is on another node (`remote/calls.rs`).
+            Err((
+                Refusal::Remote,
+                Event::Reply {
+                    tag: id,
+                    result: Ok(message),
+                },
+            )) => {
+                if let Err(message) = shared.forward_reply(shared.outside_pid(), to, id, message) {
+                    shared.undelivered(
+                        to,
+                        Event::Reply {
+                            tag: id,
+                            result: Ok(message),
+                        },
+                    );
+                }
+            }
+            Err((_, event)) => shared.undelivered(to, event),
         }
     }
 }

@@ -3,7 +3,7 @@
 use super::watches::Watch;
 use super::{CodecError, Frame, FrameKind};
 use crate::process::state::Wake;
-use crate::process::{Event, ExitReason, NodeId, Process};
+use crate::process::{Event, ExitReason, NodeId, Process, ReplyError};
 use crate::sched::links::Signal;
 use crate::sched::shared::{Refusal, Shared};
 use core::fmt;
@@ -183,6 +183,12 @@ impl<P: Process> Sink for Shared<P> {
             }
             FrameKind::ExitSent(reason) => Signal::Sent(from, Box::new(reason)),
             FrameKind::Kill => Signal::Kill(from),
+            kind @ (FrameKind::Call { .. }
+            | FrameKind::Reply { .. }
+            | FrameKind::CallRefused { .. }) => {
+                return (self.call_frame(remote, from, to, kind))
+                    .map_err(|(kind, why)| InboundError::Decode(Frame { from, to, kind }, why));
+            }
         };
         if let Some(task) = self.deliver_local_signal(to, signal) {
             self.core.schedule_remote(task);
@@ -194,7 +200,11 @@ impl<P: Process> Sink for Shared<P> {
         let Some(remote) = &self.remote else {
             return;
         };
-        for watch in remote.watches.take_node(node) {
+        let (watches, calls) = remote.watches.take_node(node);
+        for (caller, id) in calls {
+            self.answer(caller, id, Err(ReplyError::NodeDown));
+        }
+        for watch in watches {
             let (to, signal) = match watch {
                 Watch::Monitor { watcher, target } => {
                     (watcher, Signal::Down(target, ExitReason::NoConnection))

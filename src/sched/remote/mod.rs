@@ -50,14 +50,27 @@
 //!   round trip later, so a message the sender sent after the refused one,
 //!   before the refusal came back, may have been accepted.
 //!
-//! Not across nodes (yet): `call` (a call to a remote PID is refused with
-//! [`ReplyError::NoSuchProcess`](crate::process::ReplyError::NoSuchProcess)),
-//! registered names (each node's registry is its own), and a message from
-//! outside
+//! - **Calls.** A step's [`call`](crate::process::StepOutput::call) to a
+//!   remote PID crosses as a request frame; its reply
+//!   ([`StepOutput::reply`](crate::process::StepOutput::reply) or
+//!   [`Scheduler::reply`](crate::sched::Scheduler::reply), which the
+//!   request's [`ReplyTo`](crate::process::ReplyTo) names, so the codec
+//!   carries it: [`ReplyTo::from_parts`](crate::process::ReplyTo::from_parts))
+//!   comes back as a reply frame, and the caller gets its one
+//!   `Event::Reply` as locally. A request the callee's node refuses (no
+//!   such process, ended, full, shutting down) comes back with the same
+//!   error and its request; one that cannot leave this node is
+//!   `ReplyError::NoConnection` with its request, at once; a callee's node
+//!   that goes while the call waits answers it with `ReplyError::NodeDown`,
+//!   once. The timeout runs on the caller's node, as locally.
+//!
+//! Not across nodes (yet): registered names (each node's registry is its
+//! own), and a message from outside
 //! ([`Scheduler::send`](crate::sched::Scheduler::send)) refused for a full
 //! mailbox comes back to `on_undelivered`, not as
 //! [`SendError::Full`](crate::sched::SendError::Full).
 
+mod calls;
 mod inbound;
 mod route;
 mod watches;
@@ -113,6 +126,47 @@ pub enum FrameKind {
     /// `from`'s step killed `to`
     /// ([`StepOutput::kill`](crate::process::StepOutput::kill)).
     Kill,
+    /// The request of `from`'s call `id`
+    /// ([`StepOutput::call`](crate::process::StepOutput::call)), encoded
+    /// by the [`Codec`].
+    Call {
+        /// The call's id on `from`'s node.
+        id: u64,
+        /// The request.
+        request: Vec<u8>,
+    },
+    /// The reply to `to`'s call `id`, encoded by the [`Codec`].
+    Reply {
+        /// The call's id on `to`'s node.
+        id: u64,
+        /// The reply.
+        message: Vec<u8>,
+    },
+    /// `to`'s call `id`, refused by `from`'s node: its request, back.
+    CallRefused {
+        /// The call's id on `to`'s node.
+        id: u64,
+        /// Why.
+        why: CallRefusal,
+        /// The request, as it came.
+        request: Vec<u8>,
+    },
+}
+
+/// Why a node refused a call's request ([`FrameKind::CallRefused`]): the
+/// caller gets the [`ReplyError`](crate::process::ReplyError) of the same
+/// name, with its request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum CallRefusal {
+    /// No such process.
+    NoSuchProcess,
+    /// The callee had already ended.
+    Finished,
+    /// The callee's bounded mailbox was full.
+    Full,
+    /// The callee's scheduler is shutting down.
+    ShuttingDown,
 }
 
 /// Carries [`Frame`]s to other nodes: the embedder's side of the seam,

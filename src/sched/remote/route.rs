@@ -94,6 +94,18 @@ impl<P: Process> Shared<P> {
         to: Pid,
         message: P::Message,
     ) -> Result<(), P::Message> {
+        self.forward(from, to, message, FrameKind::Message)
+    }
+
+    /// `message` encoded into the frame `kind` makes, handed to the
+    /// transport; the message back if it cannot cross.
+    pub(super) fn forward(
+        &self,
+        from: Pid,
+        to: Pid,
+        message: P::Message,
+        kind: impl FnOnce(Vec<u8>) -> FrameKind,
+    ) -> Result<(), P::Message> {
         let Some(remote) = &self.remote else {
             return Err(message);
         };
@@ -109,7 +121,7 @@ impl<P: Process> Shared<P> {
         let frame = Frame {
             from,
             to,
-            kind: FrameKind::Message(bytes),
+            kind: kind(bytes),
         };
         remote.transport.send(frame).map_err(|_| message)
     }

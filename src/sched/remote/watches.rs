@@ -9,9 +9,14 @@
 //! The watcher's own lists decide what passes, so an entry left behind
 //! (a watcher that ended first) only costs its place until its node goes
 //! or its target ends.
+//!
+//! Calls are kept apart, by caller and call id, from the request until its
+//! reply, its refusal or its timeout: a node gone answers each with
+//! `ReplyError::NodeDown`. A caller that ends with a call waiting leaves
+//! its entry until the reply (stale) comes or the node goes.
 
 use crate::process::{NodeId, Pid};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 
 /// One watch across nodes.
@@ -33,31 +38,62 @@ impl Watch {
     }
 }
 
-/// The watches across nodes, under one lock: only cross-node monitors and
-/// links take it.
+/// The watches across nodes, under one lock: only cross-node monitors,
+/// links and calls take it.
 #[derive(Default)]
-pub(crate) struct Watches(Mutex<HashSet<Watch>>);
+pub(crate) struct Watches(Mutex<Book>);
+
+#[derive(Default)]
+struct Book {
+    watches: HashSet<Watch>,
+    /// (caller, call id) -> the callee's node.
+    calls: HashMap<(Pid, u64), NodeId>,
+}
 
 impl Watches {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashSet<Watch>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Book> {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     pub(crate) fn add(&self, watch: Watch) {
-        self.lock().insert(watch);
+        self.lock().watches.insert(watch);
     }
 
     pub(crate) fn remove(&self, watch: Watch) {
-        self.lock().remove(&watch);
+        self.lock().watches.remove(&watch);
     }
 
-    /// Takes out every watch of a process of `node`.
-    pub(crate) fn take_node(&self, node: NodeId) -> Vec<Watch> {
-        let mut all = self.lock();
-        let gone: Vec<Watch> = all.iter().copied().filter(|w| w.node() == node).collect();
+    /// Call `id` of local `caller` waits on a process of `node`.
+    pub(crate) fn add_call(&self, caller: Pid, id: u64, node: NodeId) {
+        self.lock().calls.insert((caller, id), node);
+    }
+
+    /// Call `id` of `caller` no longer waits (answered, refused, timed out).
+    pub(crate) fn remove_call(&self, caller: Pid, id: u64) {
+        self.lock().calls.remove(&(caller, id));
+    }
+
+    /// Takes out every watch of a process of `node`, and every call
+    /// waiting on one (caller, id).
+    pub(crate) fn take_node(&self, node: NodeId) -> (Vec<Watch>, Vec<(Pid, u64)>) {
+        let mut book = self.lock();
+        let gone: Vec<Watch> = book
+            .watches
+            .iter()
+            .copied()
+            .filter(|w| w.node() == node)
+            .collect();
         for watch in &gone {
-            all.remove(watch);
+            book.watches.remove(watch);
         }
-        gone
+        let mut calls = Vec::new();
+        book.calls.retain(|&call, &mut on| {
+            let keep = on != node;
+            if !keep {
+                calls.push(call);
+            }
+            keep
+        });
+        (gone, calls)
     }
 }

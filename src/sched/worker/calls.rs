@@ -59,9 +59,23 @@ impl<P: Process> Local<P> {
                                     self.register_call(pid, body, id, tag, timeout, &mut now);
                             }
                         }
+                        Err((Refusal::Remote, Event::Message(request))) => {
+                            // The callee is on another node (`remote/`).
+                            match shared.forward_call(pid, to, id, request, ending) {
+                                Ok(()) if ending => {}
+                                Ok(()) => {
+                                    lowered |=
+                                        self.register_call(pid, body, id, tag, timeout, &mut now);
+                                }
+                                Err(request) => {
+                                    let result = Err(ReplyError::NoConnection(request));
+                                    body.carry.push(Event::Reply { tag, result });
+                                    refused = true;
+                                }
+                            }
+                        }
                         Err((why, Event::Message(request))) => {
                             let result = Err(match why {
-                                // A `call` does not cross nodes (`remote/`).
                                 Refusal::NoSuchProcess | Refusal::Remote => {
                                     ReplyError::NoSuchProcess(request)
                                 }
@@ -81,6 +95,19 @@ impl<P: Process> Local<P> {
             match shared.deliver(to, event, wake, nodes) {
                 Ok(Some(task)) => self.wake_next(task),
                 Ok(None) => {}
+                // The caller is on another node (`remote/`).
+                Err((
+                    Refusal::Remote,
+                    Event::Reply {
+                        tag: id,
+                        result: Ok(message),
+                    },
+                )) => {
+                    if let Err(message) = shared.forward_reply(pid, to, id, message) {
+                        let result = Ok(message);
+                        shared.undelivered(to, Event::Reply { tag: id, result });
+                    }
+                }
                 // The caller has ended: nobody waits for it.
                 Err((_, event)) => shared.undelivered(to, event),
             }
@@ -181,10 +208,19 @@ impl<P: Process> Local<P> {
     /// The `Err(TimedOut)` reply of the call whose timeout record is
     /// `record` (it fired, and is out of the caller's records), its call
     /// no longer waiting. `None` if the call was answered first.
-    pub(super) fn call_timed_out(body: &mut Body<P>, record: Record) -> Option<Event<P>> {
+    pub(super) fn call_timed_out(
+        &self,
+        pid: Pid,
+        body: &mut Body<P>,
+        record: Record,
+    ) -> Option<Event<P>> {
         let calls = &mut body.extra.as_deref_mut()?.calls;
         let at = calls.iter().position(|&(i, _)| i == record.tag)?;
         let (_, tag) = calls.swap_remove(at);
+        if let Some(remote) = &self.shared.remote {
+            // A call across nodes no longer waits on its callee's node.
+            remote.watches.remove_call(pid, record.tag);
+        }
         let result = Err(ReplyError::TimedOut);
         Some(Event::Reply { tag, result })
     }

@@ -489,7 +489,7 @@ impl<P: Process> Local<P> {
                 return Some(Event::Down { pid, reason });
             }
             // An event only if it is the pending arming's firing.
-            Item::Timer(firing) => return Self::accept_timer(body, &firing),
+            Item::Timer(firing) => return self.accept_timer(pid, body, &firing),
         };
         if let Event::Completion { tag, .. } = &event {
             let tag = *tag;

@@ -229,13 +229,18 @@ impl<P: Process> Local<P> {
     /// is given the event (`hand_over_carried`). A `cancel_timer` or a
     /// re-arm of the tag in the step that did not see it then finds the
     /// record, and takes the event out of the carry (`cancel_record`).
-    pub(super) fn carry_timer(body: &mut Body<P>, firing: &Firing) -> Option<Event<P>> {
+    pub(super) fn carry_timer(
+        &self,
+        pid: Pid,
+        body: &mut Body<P>,
+        firing: &Firing,
+    ) -> Option<Event<P>> {
         debug_assert!(!firing.timeout, "a timeout's completion is accepted");
         let timers = &mut body.extra.as_deref_mut()?.timers;
         let record = timers.iter_mut().find(|r| r.armed_as(firing))?;
         if record.is_call() {
             // A call's timeout is its reply: nothing to cancel it later.
-            return Self::accept_timer(body, firing);
+            return self.accept_timer(pid, body, firing);
         }
         // An interval's too: the handover marks it to be re-armed.
         record.carry();
@@ -266,7 +271,7 @@ impl<P: Process> Local<P> {
                 item: Item::Timer(firing),
                 ..
             } if generation == pid.generation() && !firing.timeout => {
-                Self::carry_timer(body, &firing)
+                self.carry_timer(pid, body, &firing)
             }
             envelope => {
                 let exit = matches!(&envelope.item, Item::Signal(s) if s.is_exit());
@@ -308,7 +313,12 @@ impl<P: Process> Local<P> {
     /// fired, or its command completed first) and is dropped silently; a
     /// re-armed timer's own firing is still to come. No clock read, and no
     /// wheel lock: the entry left its wheel when it fired.
-    pub(super) fn accept_timer(body: &mut Body<P>, firing: &Firing) -> Option<Event<P>> {
+    pub(super) fn accept_timer(
+        &self,
+        pid: Pid,
+        body: &mut Body<P>,
+        firing: &Firing,
+    ) -> Option<Event<P>> {
         let tag = firing.tag;
         let command = if firing.timeout {
             Some(body.pending.iter().position(|&t| t == tag)?)
@@ -320,7 +330,7 @@ impl<P: Process> Local<P> {
         debug_assert!(timers[at].tag == tag && timers[at].is_timeout() == firing.timeout);
         if timers[at].is_call() {
             let record = timers.swap_remove(at);
-            return Self::call_timed_out(body, record);
+            return self.call_timed_out(pid, body, record);
         }
         if timers[at].period() != 0 {
             // An interval: re-armed after the step it is given to.
