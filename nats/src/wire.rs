@@ -11,7 +11,8 @@
 //! `ExitSent` (below), the call's id (u64 LE) then the codec's bytes for
 //! `Call` and `Reply`, the id, a reason byte (`CallRefusal`: 0 no such
 //! process, 1 finished, 2 full, 3 shutting down) then the request's bytes
-//! for `CallRefused`, and empty for the rest.
+//! for `CallRefused`, the name's length (u16 LE), its UTF-8 then the
+//! codec's bytes for `Named`, and empty for the rest.
 //!
 //! An exit reason is a tag byte, then for `Failed`, `Panicked` and `Exit`
 //! the summary's UTF-8, for `Linked` the PID (u64 LE). A reason this
@@ -51,6 +52,7 @@ pub fn encode(frame: &Frame, out: &mut Vec<u8>) {
         FrameKind::Call { .. } => (10, None),
         FrameKind::Reply { .. } => (11, None),
         FrameKind::CallRefused { .. } => (12, None),
+        FrameKind::Named { .. } => (13, None),
         // A kind this crate does not know: sent as nothing it could
         // misread. (The core's enum is non-exhaustive.)
         _ => return,
@@ -71,6 +73,17 @@ pub fn encode(frame: &Frame, out: &mut Vec<u8>) {
         ) => {
             out.extend_from_slice(&id.to_le_bytes());
             out.extend_from_slice(bytes);
+        }
+        (FrameKind::Named { name, message }, None) => {
+            // A name longer than a u16 cannot be registered usefully;
+            // it is cut at a char boundary rather than misframed.
+            let mut end = name.len().min(u16::MAX as usize);
+            while !name.is_char_boundary(end) {
+                end -= 1;
+            }
+            out.extend_from_slice(&(end as u16).to_le_bytes());
+            out.extend_from_slice(&name.as_bytes()[..end]);
+            out.extend_from_slice(message);
         }
         (FrameKind::CallRefused { id, why, request }, None) => {
             out.extend_from_slice(&id.to_le_bytes());
@@ -136,6 +149,16 @@ pub fn decode(mut bytes: &[u8]) -> Result<Vec<Frame>, WireError> {
                 };
                 let request = request.to_vec();
                 FrameKind::CallRefused { id, why, request }
+            }
+            13 => {
+                let (len, rest) = body.split_at_checked(2).ok_or(WireError("name length"))?;
+                let len = u16::from_le_bytes(len.try_into().expect("2")) as usize;
+                let (name, message) = rest.split_at_checked(len).ok_or(WireError("name"))?;
+                let name = std::str::from_utf8(name).map_err(|_| WireError("name not UTF-8"))?;
+                FrameKind::Named {
+                    name: name.to_string(),
+                    message: message.to_vec(),
+                }
             }
             _ => return Err(WireError("unknown kind")),
         };
@@ -234,6 +257,10 @@ mod tests {
             FrameKind::Reply {
                 id: u64::MAX,
                 message: vec![],
+            },
+            FrameKind::Named {
+                name: "spawner-é".into(),
+                message: vec![8, 9],
             },
         ];
         for why in [

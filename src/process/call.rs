@@ -138,6 +138,13 @@ pub(crate) enum CallOp<M> {
         to: ReplyTo,
         message: M,
     },
+    /// A message to the process registered as `name` on `node`
+    /// (`StepOutput::send_named`, in `registry.rs`).
+    Named {
+        node: super::NodeId,
+        name: super::Name,
+        message: M,
+    },
 }
 
 impl<P: Process> StepOutput<'_, P> {

@@ -136,10 +136,18 @@ impl Pid {
         Pid::new(node.base() | ((1 << NODE_SHIFT) - 1), u32::MAX)
     }
 
-    /// Whether this is [`Pid::OUTSIDE`] or the outside of some node
-    /// ([`Pid::outside_of`]): the last index of a node, which no table
-    /// holds ([`LOCAL_SLOTS`]).
-    pub(crate) const fn is_outside(self) -> bool {
+    /// Whether this PID names no process: [`Pid::OUTSIDE`], or the outside
+    /// of some node (the sender of a message from outside that node's
+    /// processes, or the receiver `on_undelivered` is given for a named
+    /// send whose name named no process): the last index of a node, which
+    /// no table holds.
+    ///
+    /// ```
+    /// use stepsched::process::Pid;
+    /// assert!(Pid::OUTSIDE.is_outside());
+    /// assert!(!Pid::from_raw(7).is_outside());
+    /// ```
+    pub const fn is_outside(self) -> bool {
         self.index() == (1 << NODE_SHIFT) - 1
     }
 

@@ -204,4 +204,26 @@ impl<P: Process> StepOutput<'_, P> {
     pub fn whereis(&self, name: &str) -> Option<Pid> {
         self.spawner.whereis(name)
     }
+
+    /// Sends `message` to the process registered as `name` on `node`,
+    /// after this step (Erlang's `{Name, Node} ! Message`): the name is
+    /// looked up on `node` when the message gets there, this node's own or
+    /// another's (`sched::remote`). Named sends go out after the step's
+    /// sends by PID, in the order made, with its calls and replies.
+    ///
+    /// A full bounded mailbox refuses it as it refuses a send, with
+    /// [`Event::Refused`](super::Event::Refused) naming the process the
+    /// name resolved to. A name that names no process there, or a node
+    /// that cannot be reached, reports the message to that node's
+    /// `on_undelivered` (this node's, if it cannot leave) with the PID
+    /// `to` for which [`Pid::is_outside`] holds, in `to.node()`'s bits.
+    pub fn send_named(&mut self, node: super::NodeId, name: impl Into<Name>, message: P::Message) {
+        let name = name.into();
+        let op = super::call::CallOp::Named {
+            node,
+            name,
+            message,
+        };
+        self.effects.calls.push(op);
+    }
 }

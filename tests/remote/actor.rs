@@ -5,7 +5,7 @@ use std::sync::mpsc::Sender;
 
 use std::time::Duration;
 
-use stepsched::process::{Command, Event, ExitReason, Pid, Process, ReplyTo, StepOutput};
+use stepsched::process::{Command, Event, ExitReason, NodeId, Pid, Process, ReplyTo, StepOutput};
 use stepsched::sched::remote::{Codec, CodecError};
 
 /// What an actor is told to do, or is sent.
@@ -36,6 +36,14 @@ pub enum Msg {
     Ask(u64, ReplyTo),
     /// A call's request, reported (`Seen::Deferred`) and not answered.
     AskLater(u64, ReplyTo),
+    /// Send `Num(from..to)` to the process named `actor-{name}` on `node`,
+    /// in one step.
+    Named {
+        node: NodeId,
+        name: u64,
+        from: u64,
+        to: u64,
+    },
 }
 
 /// What an actor saw, with its PID.
@@ -127,6 +135,17 @@ impl Process for Actor {
                     continue;
                 }
                 Event::Message(Msg::AskLater(n, reply_to)) => Seen::Deferred(n, reply_to),
+                Event::Message(Msg::Named {
+                    node,
+                    name,
+                    from,
+                    to,
+                }) => {
+                    for n in from..to {
+                        out.send_named(node, format!("actor-{name}"), Msg::Num(n));
+                    }
+                    continue;
+                }
                 Event::Reply { tag, result } => Seen::Reply(
                     tag,
                     result.map_err(|e| (format!("{e:?}"), e.into_request())),
@@ -177,6 +196,12 @@ impl Codec<Msg> for MsgCodec {
             } => put(8, &[to.into_raw(), n, later as u64, timeout_ms]),
             Msg::Ask(n, r) => put(9, &[n, r.pid().into_raw(), r.id()]),
             Msg::AskLater(n, r) => put(10, &[n, r.pid().into_raw(), r.id()]),
+            Msg::Named {
+                node,
+                name,
+                from,
+                to,
+            } => put(11, &[node.get().into(), name, from, to]),
         }
         Ok(())
     }
@@ -205,6 +230,15 @@ impl Codec<Msg> for MsgCodec {
             },
             9 => Msg::Ask(word(0)?, ReplyTo::from_parts(pid(1)?, word(2)?)),
             10 => Msg::AskLater(word(0)?, ReplyTo::from_parts(pid(1)?, word(2)?)),
+            11 => Msg::Named {
+                node: u8::try_from(word(0)?)
+                    .ok()
+                    .and_then(NodeId::new)
+                    .ok_or(CodecError::new("node"))?,
+                name: word(1)?,
+                from: word(2)?,
+                to: word(3)?,
+            },
             _ => return Err(CodecError::new("unknown tag")),
         })
     }

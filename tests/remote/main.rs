@@ -15,6 +15,7 @@ mod net;
 
 mod calls;
 mod gone;
+mod names;
 mod order;
 mod refused;
 mod watch;

@@ -183,6 +183,23 @@ impl<P: Process> Sink for Shared<P> {
             }
             FrameKind::ExitSent(reason) => Signal::Sent(from, Box::new(reason)),
             FrameKind::Kill => Signal::Kill(from),
+            FrameKind::Named {
+                name,
+                message: bytes,
+            } => {
+                let message = match remote.decode(&bytes) {
+                    Ok(message) => message,
+                    Err(why) => {
+                        let kind = FrameKind::Named {
+                            name,
+                            message: bytes,
+                        };
+                        return Err(InboundError::Decode(Frame { from, to, kind }, why));
+                    }
+                };
+                self.named_frame(remote, from, &name, bytes, message);
+                return Ok(());
+            }
             kind @ (FrameKind::Call { .. }
             | FrameKind::Reply { .. }
             | FrameKind::CallRefused { .. }) => {

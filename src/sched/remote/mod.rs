@@ -64,14 +64,22 @@
 //!   that goes while the call waits answers it with `ReplyError::NodeDown`,
 //!   once. The timeout runs on the caller's node, as locally.
 //!
-//! Not across nodes (yet): registered names (each node's registry is its
-//! own), and a message from outside
+//! - **Names.** [`StepOutput::send_named`](crate::process::StepOutput::send_named)
+//!   and [`Scheduler::send_named`](crate::sched::Scheduler::send_named)
+//!   send to the process registered under a name on a node (Erlang's
+//!   `{Name, Node} ! Message`): the name crosses, and the node it names
+//!   looks it up when it arrives (each node's registry is its own). A
+//!   name that names no process there goes to that node's
+//!   `on_undelivered`, a full mailbox refuses back as for a send by PID.
+//!
+//! Not across nodes (yet): a message from outside
 //! ([`Scheduler::send`](crate::sched::Scheduler::send)) refused for a full
 //! mailbox comes back to `on_undelivered`, not as
 //! [`SendError::Full`](crate::sched::SendError::Full).
 
 mod calls;
 mod inbound;
+mod names;
 mod route;
 mod watches;
 
@@ -140,6 +148,15 @@ pub enum FrameKind {
         /// The call's id on `to`'s node.
         id: u64,
         /// The reply.
+        message: Vec<u8>,
+    },
+    /// A message to the process registered as `name` on `to.node()` (`to`
+    /// is that node's outside PID), encoded by the [`Codec`]:
+    /// [`StepOutput::send_named`](crate::process::StepOutput::send_named).
+    Named {
+        /// The name, looked up on arrival.
+        name: String,
+        /// The message.
         message: Vec<u8>,
     },
     /// `to`'s call `id`, refused by `from`'s node: its request, back.

@@ -1,4 +1,5 @@
-//! The worker's side of calls from a step (`src/process/call.rs`):
+//! The worker's side of calls from a step (`src/process/call.rs`), and of
+//! its named sends (`remote/names.rs`), which go out with them:
 //! sending a call's request and registering it (id and tag in the caller's
 //! extra part, its timeout a record in `extra.timers` and an entry in this
 //! worker's wheel), delivering replies, and turning a reply or a timeout
@@ -34,6 +35,22 @@ impl<P: Process> Local<P> {
         let mut now = None;
         for op in ops.drain(..) {
             let (to, event, wake) = match op {
+                CallOp::Named {
+                    node,
+                    name,
+                    message,
+                } => {
+                    let nodes = Some(&mut self.scratch.nodes);
+                    match shared.send_named(pid, node, &name, message, nodes) {
+                        Ok(Some(task)) => self.wake_next(task),
+                        Ok(None) => {}
+                        Err((to, message)) => {
+                            body.carry.push(Event::Refused { to, message });
+                            refused = true;
+                        }
+                    }
+                    continue;
+                }
                 CallOp::Reply { to, message } => {
                     let event = Event::Reply {
                         tag: to.id(),
