@@ -6,7 +6,8 @@
 //! a node silent for too long down and tells the scheduler
 //! (`Inbound::node_down`), once per fall. A heartbeat carries the sender's
 //! incarnation (a number drawn when it connected): a new one means the node
-//! restarted, so its old processes are gone too (told as a fall).
+//! restarted, so its old processes are gone too (told as a fall). When
+//! the connection to the server breaks, every node falls at once.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -58,12 +59,22 @@ impl Liveness {
 
     /// The nodes up but silent for longer than `limit`, now marked down.
     pub(crate) fn fallen(&self, limit: Duration) -> Vec<NodeId> {
+        self.fall(|at| at.elapsed() > limit)
+    }
+
+    /// Every node up, now marked down (the connection to them all broke).
+    pub(crate) fn fall_all(&self) -> Vec<NodeId> {
+        self.fall(|_| true)
+    }
+
+    /// The nodes up and last heard at an instant `falls` picks, now down.
+    fn fall(&self, falls: impl Fn(Instant) -> bool) -> Vec<NodeId> {
         let heard = self.heard.lock().unwrap_or_else(|e| e.into_inner());
         let mut fallen = Vec::new();
         for (&node, &(at, _)) in heard.iter() {
             let state = &self.states[node.get() as usize];
             // Relaxed: under the lock, which orders every writer.
-            if state.load(Ordering::Relaxed) == UP && at.elapsed() > limit {
+            if state.load(Ordering::Relaxed) == UP && falls(at) {
                 state.store(DOWN, Ordering::Relaxed);
                 fallen.push(node);
             }

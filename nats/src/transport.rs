@@ -82,11 +82,20 @@ impl State {
     }
 }
 
+/// The subscriptions, the outbound queue and the connection's breaks,
+/// from `connect` until `attach` starts their tasks.
+struct Pending {
+    frames: Subscriber,
+    beats: Subscriber,
+    queued: UnboundedReceiver<Frame>,
+    breaks: UnboundedReceiver<()>,
+}
+
 struct Inner {
     state: Arc<State>,
     out: UnboundedSender<Frame>,
-    /// The subscriptions made at connect, until `attach` starts reading them.
-    pending: Mutex<Option<(Subscriber, Subscriber, UnboundedReceiver<Frame>)>>,
+    /// What `attach` starts reading, made at connect.
+    pending: Mutex<Option<Pending>>,
     /// The tasks `attach` started, for [`NatsTransport::sever`].
     tasks: Mutex<Vec<tokio::task::AbortHandle>>,
     runtime: Option<tokio::runtime::Runtime>,
@@ -122,7 +131,14 @@ impl Drop for Inner {
 /// [`TransportStats::publish_errors`]), know what was in flight to a
 /// node that died (lost with it), or keep frames a node too slow to read
 /// them was sent (core NATS drops them for a slow consumer: counted in
-/// [`TransportStats::slow_consumer`]). A node restarted with the same
+/// [`TransportStats::slow_consumer`]), nor frames sent on a connection to
+/// the server as it broke (delivered if it returns soon, else possibly
+/// lost: NATS core is at most once). When that connection breaks, every
+/// other node falls at once (a send to it is refused from then on); when
+/// it returns (a partition that heals), the nodes that fell were told gone
+/// once and are heard again, their processes as they were: monitors and
+/// links that fired stay fired, and new sends and monitors work. A node
+/// restarted with the same
 /// [`NodeId`] is a new incarnation: its old processes are told gone, but
 /// a PID of the old one may name a process of the new.
 #[derive(Clone)]
@@ -145,14 +161,22 @@ impl NatsTransport {
             .build()?;
         let slow_consumer = Arc::new(AtomicU64::new(0));
         let slow = Arc::clone(&slow_consumer);
+        let (broke, breaks) = unbounded_channel();
         let (client, frames, beats) = runtime.block_on(async {
             let client = async_nats::ConnectOptions::new()
                 .event_callback(move |event| {
                     let slow = Arc::clone(&slow);
+                    let broke = broke.clone();
                     async move {
-                        if let async_nats::Event::SlowConsumer(_) = event {
-                            // Relaxed: a statistic.
-                            slow.fetch_add(1, Ordering::Relaxed);
+                        match event {
+                            async_nats::Event::SlowConsumer(_) => {
+                                // Relaxed: a statistic.
+                                slow.fetch_add(1, Ordering::Relaxed);
+                            }
+                            async_nats::Event::Disconnected => {
+                                let _ = broke.send(());
+                            }
+                            _ => {}
                         }
                     }
                 })
@@ -186,7 +210,12 @@ impl NatsTransport {
             inner: Arc::new(Inner {
                 state,
                 out,
-                pending: Mutex::new(Some((frames, beats, queued))),
+                pending: Mutex::new(Some(Pending {
+                    frames,
+                    beats,
+                    queued,
+                    breaks,
+                })),
                 tasks: Mutex::new(Vec::new()),
                 runtime: Some(runtime),
             }),
@@ -273,13 +302,22 @@ impl Transport for NatsTransport {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .take();
-        let Some((frames, beats, queued)) = taken else {
+        let Some(pending) = taken else {
             return; // attached before: one scheduler per transport
         };
         let state = &self.inner.state;
-        self.spawn(outbound(Arc::clone(state), queued));
-        self.spawn(inbound_frames(Arc::clone(state), frames, inbound.clone()));
-        self.spawn(heartbeats(Arc::clone(state), beats, inbound));
+        self.spawn(outbound(Arc::clone(state), pending.queued));
+        self.spawn(inbound_frames(
+            Arc::clone(state),
+            pending.frames,
+            inbound.clone(),
+        ));
+        self.spawn(heartbeats(
+            Arc::clone(state),
+            pending.beats,
+            pending.breaks,
+            inbound,
+        ));
     }
 
     fn send(&self, frame: Frame) -> Result<(), Frame> {
@@ -369,8 +407,16 @@ async fn inbound_frames(state: Arc<State>, mut frames: Subscriber, inbound: Inbo
 }
 
 /// Publishes this node's heartbeat, hears the others', and tells the
-/// scheduler of each node that falls silent.
-async fn heartbeats(state: Arc<State>, mut beats: Subscriber, inbound: Inbound) {
+/// scheduler of each node that falls silent, and of every node at once
+/// when the connection to the server breaks (none can be reached: a send
+/// to them is refused from then on, not queued to a connection that may
+/// lose it).
+async fn heartbeats(
+    state: Arc<State>,
+    mut beats: Subscriber,
+    mut breaks: UnboundedReceiver<()>,
+    inbound: Inbound,
+) {
     let interval = state.options.heartbeat;
     let limit = interval * state.options.missed;
     let own = format!("{}.hb.{}", state.options.prefix, state.node.get());
@@ -384,6 +430,11 @@ async fn heartbeats(state: Arc<State>, mut beats: Subscriber, inbound: Inbound) 
                 // the others will notice.
                 let _ = state.client.publish(own.clone(), beat.clone().into()).await;
                 for node in state.live.fallen(limit) {
+                    inbound.node_down(node);
+                }
+            }
+            Some(()) = breaks.recv() => {
+                for node in state.live.fall_all() {
                     inbound.node_down(node);
                 }
             }

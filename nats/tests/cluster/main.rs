@@ -9,6 +9,7 @@
 mod actor;
 mod killed;
 mod one_process;
+mod partition;
 
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::time::Duration;
