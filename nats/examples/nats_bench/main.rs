@@ -10,6 +10,14 @@
 //! Rounds alternate the two systems; printed: the median of the rounds,
 //! each round's figures, and the ratio (stepsched / NATS).
 //!
+//! Then the BEAM row, when `erl` and `erlc` are on PATH: the same two
+//! figures for Erlang/OTP distribution between two `erl -sname` nodes on
+//! this machine, both `+S 2` (benches/peers/erlang/dist.erl, compiled into
+//! a temp dir; node B pongs and counts, node A drives ROUNDS + 1 rounds of
+//! TRIPS and MESSAGES, the first a warm-up), and the ratios stepsched /
+//! BEAM. It runs after the rounds above, with the NATS server and both
+//! schedulers stopped. Without `erl` or `erlc`, one line says it is skipped.
+//!
 //! ```text
 //! cargo run --release -p stepsched-nats --example nats_bench
 //! ROUNDS=7 TRIPS=2000 MESSAGES=200000 cargo run --release -p stepsched-nats --example nats_bench
@@ -303,7 +311,46 @@ fn main() -> std::io::Result<()> {
         to / tn
     );
     println!("transport A: {:?}", ta.stats());
-    drop((a, b));
+    drop((a, b, ta, tb));
     rt.shutdown_background();
+    drop(server);
+
+    match beam::missing() {
+        Some(tool) => println!("BEAM row skipped: `{tool}` is not on PATH (no Erlang/OTP)"),
+        None => match beam::run(rounds, trips, messages) {
+            Ok(f) => {
+                let rt_beam = f.round_trip_ns / 1e3;
+                for (i, (r, t)) in f.round_trip.iter().zip(&f.msgs_per_sec).enumerate() {
+                    println!(
+                        "BEAM round {}: round trip {:.1} µs; throughput {:.0}k/s",
+                        i + 1,
+                        r / 1e3,
+                        t / 1e3
+                    );
+                }
+                println!(
+                    "BEAM: node A reached node B {:.0} ms after its start; \
+                     {:.1} s in all (erlc, both nodes' start-up, the rounds)",
+                    f.connect_ms,
+                    f.wall.as_secs_f64()
+                );
+                println!(
+                    "round trip (median of {rounds}): stepsched {ro:.1} µs, BEAM distribution \
+                     {rt_beam:.1} µs: stepsched / BEAM {:.2}x (below 1: stepsched faster)",
+                    ro / rt_beam
+                );
+                println!(
+                    "throughput (median of {rounds}): stepsched {:.0}k msg/s, BEAM distribution \
+                     {:.0}k msg/s: stepsched / BEAM {:.2}x (above 1: stepsched faster)",
+                    to / 1e3,
+                    f.msgs_per_sec_median / 1e3,
+                    to / f.msgs_per_sec_median
+                );
+            }
+            Err(e) => println!("BEAM row failed: {e}"),
+        },
+    }
     Ok(())
 }
+
+mod beam;
