@@ -171,3 +171,21 @@ fn an_outside_call_across_nodes_gets_its_reply() {
     );
     assert_eq!(reply, Ok(Msg::Num(8)));
 }
+
+/// A caller that ends with a call across nodes waiting takes the call
+/// with it: none is left waiting (`Stats::remote_calls_waiting`), so the
+/// callee's node going later owes it nothing.
+#[test]
+fn a_caller_that_ends_with_a_call_waiting_leaves_no_call_behind() {
+    let pair = Pair::new();
+    let (caller, callee) = (pair.actor(A), pair.actor(B));
+    pair.tell(caller.pid(), call(callee.pid(), 8, true, LONG));
+    assert!(matches!(pair.next(), (at, Seen::Deferred(8, _)) if at == callee.pid()));
+    assert_eq!(pair.a.stats().remote_calls_waiting, 1, "the call waits");
+    pair.tell(caller.pid(), Msg::Stop);
+    caller.join().expect("the caller ends");
+    assert_eq!(pair.a.stats().remote_calls_waiting, 0, "none left behind");
+    pair.net.cut(B);
+    assert_eq!(pair.quiet_for(100), None);
+    assert_eq!(pair.a.stats().remote_calls_waiting, 0);
+}

@@ -33,6 +33,7 @@ impl<P: Process> Scheduler<P> {
             hook_panics: shared.hooks.panics(),
             worker_panics: shared.totals.worker_panics.load(Ordering::Relaxed),
             outside_node_allocations: shared.core.depot.misses(),
+            remote_calls_waiting: (shared.remote.as_ref()).map_or(0, |r| r.watches.calls_waiting()),
             retired_slots: shared.core.table.retired(),
             global_queue_nonempty: !shared.core.global.is_empty(),
             spinning,

@@ -164,6 +164,11 @@ pub struct Stats {
     /// and cancels from outside always take a new node, and are not
     /// counted: `src/sched/core/depot.rs` says why.)
     pub outside_node_allocations: u64,
+    /// Calls across nodes waiting for their reply, their refusal or their
+    /// timeout (0 without a transport): each is answered
+    /// `ReplyError::NodeDown` if its callee's node goes, and forgotten
+    /// when its caller ends.
+    pub remote_calls_waiting: usize,
     /// Process slots retired at their last generation (`u32::MAX`): each
     /// was reused 2^32 times, and is never reused again, so that no PID is
     /// issued twice.

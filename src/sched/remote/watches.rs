@@ -12,8 +12,8 @@
 //!
 //! Calls are kept apart, by caller and call id, from the request until its
 //! reply, its refusal or its timeout: a node gone answers each with
-//! `ReplyError::NodeDown`. A caller that ends with a call waiting leaves
-//! its entry until the reply (stale) comes or the node goes.
+//! `ReplyError::NodeDown`; a caller that ends with calls waiting takes
+//! their entries with it (its close).
 
 use crate::process::{NodeId, Pid};
 use std::collections::{HashMap, HashSet};
@@ -66,6 +66,11 @@ impl Watches {
     /// Call `id` of local `caller` waits on a process of `node`.
     pub(crate) fn add_call(&self, caller: Pid, id: u64, node: NodeId) {
         self.lock().calls.insert((caller, id), node);
+    }
+
+    /// The calls waiting (`Stats::remote_calls_waiting`).
+    pub(crate) fn calls_waiting(&self) -> usize {
+        self.lock().calls.len()
     }
 
     /// Call `id` of `caller` no longer waits (answered, refused, timed out).

@@ -166,6 +166,13 @@ impl<P: Process> Local<P> {
             joiner.set(pid, outcome);
         }
         if let Some(mut extra) = extra {
+            if let (Some(remote), false) = (&self.shared.remote, extra.calls.is_empty()) {
+                // Its calls across nodes wait no more: a fall of their
+                // callee's node owes this process nothing.
+                for &(id, _) in &extra.calls {
+                    remote.watches.remove_call(pid, id);
+                }
+            }
             extra.links = None; // a spare part holds nothing
             extra.calls = Vec::new();
             self.scratch.spare_extras.give(extra);
